@@ -1,0 +1,233 @@
+// Package claims loads and validates the claims registry (testdata/claims.yaml):
+// every published claim about Istio's modes that the suite turns into a spec,
+// with its provenance, the setup it was measured under, the documented value
+// per mode and the tolerance it is judged with.
+//
+// The registry is data, not code: a spec looks its claim up by id, and a
+// change of tolerance is a reviewed change of one line of YAML. Validation is
+// strict (unknown fields, modes, metrics and duplicate ids are errors naming
+// file, line and claim) because a typo in a tolerance would otherwise turn a
+// failing measurement into a silent pass.
+package claims
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/meshclaims/meshclaims/framework/mode"
+)
+
+// SchemaVersion is the registry format this package reads.
+const SchemaVersion = 1
+
+// Kind says how a claim is judged.
+type Kind string
+
+const (
+	// Requirement is a pass/fail property ("plaintext is blocked").
+	Requirement Kind = "requirement"
+	// Measurement is a number to reproduce within a tolerance.
+	Measurement Kind = "measurement"
+	// Model is arithmetic from assumed inputs (REVIEW: a budget, not a measurement);
+	// its spec checks the arithmetic and sets measured values beside it.
+	Model Kind = "model"
+)
+
+var kinds = []Kind{Requirement, Measurement, Model}
+
+// Metric names what a claim's value measures; the verdict package knows how
+// to judge each one.
+type Metric string
+
+const (
+	Outcome             Metric = "outcome"                // what a probe observed: an Outcome value
+	LatencyPercentiles  Metric = "latency_percentiles_ms" // P50..P99.9 in ms
+	LatencyOverhead     Metric = "latency_overhead_ms"    // P50 (or mean) minus the same-run baseline, ms
+	LatencyMean         Metric = "latency_mean_ms"        // mean latency, ms
+	ErrorRate           Metric = "error_rate"             // count of total (503, -1, ...)
+	RateRatio           Metric = "rate_ratio"             // one mode's rate over another's
+	DuplicateCount      Metric = "duplicate_count"        // duplicate executions of a non-idempotent request
+	Throughput          Metric = "throughput_qps"         // requests per second at saturation
+	Bandwidth           Metric = "bandwidth_mbs"          // MB/s of one large download
+	IntervalMs          Metric = "interval_ms"            // spacing of streamed events, ms
+	TimeToReady         Metric = "time_to_ready_s"        // seconds until a new Service answers
+	ResourceBudget      Metric = "resource_budget"        // MB and vCPU
+	QueriesPerCore      Metric = "queries_per_core"       // throughput per CPU core
+	Stability           Metric = "stability"              // spread of throughput/latency under churn
+	SuccessRate         Metric = "success_rate"           // share of requests answered 200
+)
+
+var metrics = []Metric{Outcome, LatencyPercentiles, LatencyOverhead, LatencyMean, ErrorRate,
+	RateRatio, DuplicateCount, Throughput, Bandwidth, IntervalMs, TimeToReady, ResourceBudget,
+	QueriesPerCore, Stability, SuccessRate}
+
+// Outcomes a probe can observe; requirement claims name one per mode.
+var outcomes = []string{
+	"http-200", "http-403", "http-503",
+	"no-http-response", // reset or EOF: the request got no status line
+	"blocked",          // connection never established (timeout or refused)
+	"honoured", "not-honoured", "verified",
+}
+
+// Registry is the loaded, validated claims file.
+type Registry struct {
+	File    string
+	Version int
+	Sources map[string]Source
+	Claims  []*Claim
+	byID    map[string]*Claim
+}
+
+// Source is one document the claims come from.
+type Source struct {
+	Title string `yaml:"title" json:"title"`
+	File  string `yaml:"file" json:"file"`
+	// Platform is where the document measured: cluster, versions, hardware.
+	Platform string `yaml:"platform" json:"platform"`
+}
+
+// Ref locates a claim in its source document.
+type Ref struct {
+	Doc     string `yaml:"doc" json:"doc"`
+	Section string `yaml:"section" json:"section"`
+}
+
+// Setup is what a claim was measured under. Zero values mean "not stated".
+type Setup struct {
+	QPS         float64 `yaml:"qps" json:"qps,omitempty"` // 0 = unlimited when Saturate
+	Saturate    bool    `yaml:"saturate" json:"saturate,omitempty"`
+	Connections int     `yaml:"connections" json:"connections,omitempty"`
+	Duration    string  `yaml:"duration" json:"duration,omitempty"` // Go duration, e.g. "600s"
+	Requests    int64   `yaml:"requests" json:"requests,omitempty"`
+	Runs        int     `yaml:"runs" json:"runs,omitempty"`
+	Replicas    int     `yaml:"replicas" json:"replicas,omitempty"`
+	Rollout     bool    `yaml:"rollout" json:"rollout,omitempty"` // restart loop during the load
+	Hardened    bool    `yaml:"hardened" json:"hardened,omitempty"`
+	Istio       string  `yaml:"istio" json:"istio,omitempty"`
+	Kubernetes  string  `yaml:"kubernetes" json:"kubernetes,omitempty"`
+	Fortio      string  `yaml:"fortio" json:"fortio,omitempty"`
+	Notes       string  `yaml:"notes" json:"notes,omitempty"`
+}
+
+// Value is what a document reports for one mode. Only the fields the metric
+// needs are set; Text keeps the document's own words.
+type Value struct {
+	Text        string             `yaml:"text" json:"text,omitempty"`
+	Outcome     string             `yaml:"outcome" json:"outcome,omitempty"`
+	Count       *int64             `yaml:"count" json:"count,omitempty"`
+	Total       *int64             `yaml:"total" json:"total,omitempty"`
+	Value       *float64           `yaml:"value" json:"value,omitempty"`
+	Low         *float64           `yaml:"low" json:"low,omitempty"` // a documented range
+	High        *float64           `yaml:"high" json:"high,omitempty"`
+	Percentiles map[string]float64 `yaml:"percentiles_ms" json:"percentiles_ms,omitempty"`
+	MeanMs      *float64           `yaml:"mean_ms" json:"mean_ms,omitempty"`
+	Cycles      *int64             `yaml:"cycles" json:"cycles,omitempty"`
+	Sockets     *int64             `yaml:"sockets" json:"sockets,omitempty"`
+	Unanswered  *int64             `yaml:"socket_errors" json:"socket_errors,omitempty"` // fortio -1
+	// Expected marks a value the document did not state but that follows from
+	// it (e.g. no mesh: 8080 allowed gives 200); reports show it as expected,
+	// not documented.
+	Expected bool `yaml:"expected" json:"expected,omitempty"`
+}
+
+// Tolerance is how far a measurement may be from the documented value and
+// still count as reproducing it. At least one bound must be set, and Why
+// must say where the bound comes from.
+type Tolerance struct {
+	// Absolute: |measured - documented| <= Absolute, in the metric's unit.
+	Absolute *float64 `yaml:"absolute" json:"absolute,omitempty"`
+	// Relative: |measured - documented| <= Relative * documented.
+	Relative *float64 `yaml:"relative" json:"relative,omitempty"`
+	// Factor: documented/Factor <= measured <= documented*Factor (rates, ratios).
+	Factor *float64 `yaml:"factor" json:"factor,omitempty"`
+	// MaxRate: a "zero" claim holds when the 95% upper bound of the rate is <= MaxRate.
+	MaxRate *float64 `yaml:"max_rate" json:"max_rate,omitempty"`
+	// Exact: the observed outcome must equal the documented one.
+	Exact bool   `yaml:"exact" json:"exact,omitempty"`
+	Why   string `yaml:"why" json:"why"`
+}
+
+// Claim is one registry entry.
+type Claim struct {
+	ID         string             `yaml:"id" json:"id"`
+	Title      string             `yaml:"title" json:"title"`
+	Source     Ref                `yaml:"source" json:"source"`
+	Kind       Kind               `yaml:"kind" json:"kind"`
+	Metric     Metric             `yaml:"metric" json:"metric"`
+	Modes      []mode.Mode        `yaml:"modes" json:"modes"`
+	Baseline   mode.Mode          `yaml:"baseline" json:"baseline,omitempty"` // the mode overheads are taken over
+	Setup      Setup              `yaml:"setup" json:"setup"`
+	Documented map[mode.Mode]Value `yaml:"documented" json:"documented"`
+	Tolerance  Tolerance          `yaml:"tolerance" json:"tolerance"`
+	// Needs lists preconditions a spec must prove before judging
+	// (e.g. "networkpolicy-enforcement"); missing ones fail the spec.
+	Needs []string `yaml:"needs" json:"needs,omitempty"`
+	Line  int      `yaml:"-" json:"-"`
+}
+
+// Get returns the claim with the given id.
+func (r *Registry) Get(id string) (*Claim, bool) {
+	c, ok := r.byID[id]
+	return c, ok
+}
+
+// MustGet returns the claim or panics naming the id; specs use it at tree
+// construction so an unknown id fails the dry run.
+func (r *Registry) MustGet(id string) *Claim {
+	c, ok := r.byID[id]
+	if !ok {
+		panic(fmt.Sprintf("claim %q is not in the registry %s", id, r.File))
+	}
+	return c
+}
+
+// IDs returns every claim id, sorted.
+func (r *Registry) IDs() []string {
+	ids := make([]string, 0, len(r.Claims))
+	for _, c := range r.Claims {
+		ids = append(ids, c.ID)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// ForMode returns the claims that apply to m, in file order.
+func (r *Registry) ForMode(m mode.Mode) []*Claim {
+	var out []*Claim
+	for _, c := range r.Claims {
+		if c.AppliesTo(m) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// AppliesTo reports whether the claim is about mode m.
+func (c *Claim) AppliesTo(m mode.Mode) bool {
+	for _, k := range c.Modes {
+		if k == m {
+			return true
+		}
+	}
+	return false
+}
+
+// DocumentedFor returns the documented (or expected) value for mode m.
+func (c *Claim) DocumentedFor(m mode.Mode) (Value, bool) {
+	v, ok := c.Documented[m]
+	return v, ok
+}
+
+// String is "id (DOC section)".
+func (c *Claim) String() string {
+	return fmt.Sprintf("%s (%s %s)", c.ID, c.Source.Doc, c.Source.Section)
+}
+
+func join[T ~string](xs []T) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = string(x)
+	}
+	return strings.Join(s, ", ")
+}
