@@ -41,21 +41,21 @@ var kinds = []Kind{Requirement, Measurement, Model}
 type Metric string
 
 const (
-	Outcome             Metric = "outcome"                // what a probe observed: an Outcome value
-	LatencyPercentiles  Metric = "latency_percentiles_ms" // P50..P99.9 in ms
-	LatencyOverhead     Metric = "latency_overhead_ms"    // P50 (or mean) minus the same-run baseline, ms
-	LatencyMean         Metric = "latency_mean_ms"        // mean latency, ms
-	ErrorRate           Metric = "error_rate"             // count of total (503, -1, ...)
-	RateRatio           Metric = "rate_ratio"             // one mode's rate over another's
-	DuplicateCount      Metric = "duplicate_count"        // duplicate executions of a non-idempotent request
-	Throughput          Metric = "throughput_qps"         // requests per second at saturation
-	Bandwidth           Metric = "bandwidth_mbs"          // MB/s of one large download
-	IntervalMs          Metric = "interval_ms"            // spacing of streamed events, ms
-	TimeToReady         Metric = "time_to_ready_s"        // seconds until a new Service answers
-	ResourceBudget      Metric = "resource_budget"        // MB and vCPU
-	QueriesPerCore      Metric = "queries_per_core"       // throughput per CPU core
-	Stability           Metric = "stability"              // spread of throughput/latency under churn
-	SuccessRate         Metric = "success_rate"           // share of requests answered 200
+	Outcome            Metric = "outcome"                // what a probe observed: an Outcome value
+	LatencyPercentiles Metric = "latency_percentiles_ms" // P50..P99.9 in ms
+	LatencyOverhead    Metric = "latency_overhead_ms"    // P50 (or mean) minus the same-run baseline, ms
+	LatencyMean        Metric = "latency_mean_ms"        // mean latency, ms
+	ErrorRate          Metric = "error_rate"             // count of total (503, -1, ...)
+	RateRatio          Metric = "rate_ratio"             // one mode's rate over another's
+	DuplicateCount     Metric = "duplicate_count"        // duplicate executions of a non-idempotent request
+	Throughput         Metric = "throughput_qps"         // requests per second at saturation
+	Bandwidth          Metric = "bandwidth_mbs"          // MB/s of one large download
+	IntervalMs         Metric = "interval_ms"            // spacing of streamed events, ms
+	TimeToReady        Metric = "time_to_ready_s"        // seconds until a new Service answers
+	ResourceBudget     Metric = "resource_budget"        // MB and vCPU
+	QueriesPerCore     Metric = "queries_per_core"       // throughput per CPU core
+	Stability          Metric = "stability"              // spread of throughput/latency under churn
+	SuccessRate        Metric = "success_rate"           // share of requests answered 200
 )
 
 var metrics = []Metric{Outcome, LatencyPercentiles, LatencyOverhead, LatencyMean, ErrorRate,
@@ -150,16 +150,16 @@ type Tolerance struct {
 
 // Claim is one registry entry.
 type Claim struct {
-	ID         string             `yaml:"id" json:"id"`
-	Title      string             `yaml:"title" json:"title"`
-	Source     Ref                `yaml:"source" json:"source"`
-	Kind       Kind               `yaml:"kind" json:"kind"`
-	Metric     Metric             `yaml:"metric" json:"metric"`
-	Modes      []mode.Mode        `yaml:"modes" json:"modes"`
-	Baseline   mode.Mode          `yaml:"baseline" json:"baseline,omitempty"` // the mode overheads are taken over
-	Setup      Setup              `yaml:"setup" json:"setup"`
+	ID         string              `yaml:"id" json:"id"`
+	Title      string              `yaml:"title" json:"title"`
+	Source     Ref                 `yaml:"source" json:"source"`
+	Kind       Kind                `yaml:"kind" json:"kind"`
+	Metric     Metric              `yaml:"metric" json:"metric"`
+	Modes      []mode.Mode         `yaml:"modes" json:"modes"`
+	Baseline   mode.Mode           `yaml:"baseline" json:"baseline,omitempty"` // the mode overheads are taken over
+	Setup      Setup               `yaml:"setup" json:"setup"`
 	Documented map[mode.Mode]Value `yaml:"documented" json:"documented"`
-	Tolerance  Tolerance          `yaml:"tolerance" json:"tolerance"`
+	Tolerance  Tolerance           `yaml:"tolerance" json:"tolerance"`
 	// Needs lists preconditions a spec must prove before judging
 	// (e.g. "networkpolicy-enforcement"); missing ones fail the spec.
 	Needs []string `yaml:"needs" json:"needs,omitempty"`
