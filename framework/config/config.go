@@ -1,0 +1,183 @@
+// Package config holds everything a run is told: flags, their validation and
+// every timeout in one struct (Gateway API conformance's habit), so a slow
+// cluster is tuned in one place and no spec hides its own sleep.
+package config
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/meshclaims/meshclaims/framework/mode"
+)
+
+// Providers a run can use.
+var Providers = []string{"kind", "existing", "local"}
+
+// IstioInstall choices.
+var IstioInstalls = []string{"helm", "skip"}
+
+// Timeouts are every wait of the suite. Defaults suit kind on a laptop;
+// EKS release qualification may raise them.
+type Timeouts struct {
+	ClusterCreate   time.Duration // kind create or local start
+	IstioReady      time.Duration // istiod, CNI and ztunnel ready
+	WorkloadsReady  time.Duration // Deployments of a mode available
+	RolloutComplete time.Duration // GUIDE: kubectl rollout status --timeout=60s
+	Probe           time.Duration // one probe request (plaintext, NetworkPolicy, ...)
+	NetPolSettle    time.Duration // time a CNI gets to program a NetworkPolicy
+	Cleanup         time.Duration // deleting the suite's namespaces
+	ServiceReady    time.Duration // kubeproxy.service-scale: one Service answering
+}
+
+// DefaultTimeouts returns the defaults.
+func DefaultTimeouts() Timeouts {
+	return Timeouts{
+		ClusterCreate:   10 * time.Minute,
+		IstioReady:      5 * time.Minute,
+		WorkloadsReady:  5 * time.Minute,
+		RolloutComplete: 60 * time.Second,
+		Probe:           5 * time.Second,
+		NetPolSettle:    10 * time.Second,
+		Cleanup:         3 * time.Minute,
+		ServiceReady:    60 * time.Second,
+	}
+}
+
+// Config is one run's configuration.
+type Config struct {
+	ModesFlag     string
+	Modes         []mode.Mode
+	Provider      string
+	Kubeconfig    string
+	Context       string
+	ClusterName   string
+	ReuseCluster  bool
+	KeepCluster   bool
+	IstioVersion  string
+	IstioInstall  string
+	IstioCharts   string // local chart directory; empty = Istio's chart repository
+	ClaimsFile    string
+	ResultsDir    string // the run's directory: <results-root>/<run id>
+	ResultsRoot   string
+	RunID         string
+	Repeats       int
+	DurationScale float64
+	Images        string // directory of image tarballs; empty = build them
+	Registry      string // push images here (EKS); empty = load into nodes
+	Timeouts      Timeouts
+}
+
+var versionPattern = regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$`)
+var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+
+// Register defines the suite's flags on fs and returns the config they fill.
+func Register(fs *flag.FlagSet) *Config {
+	c := &Config{Timeouts: DefaultTimeouts()}
+	fs.StringVar(&c.ModesFlag, "mode", "ambient-l4", "modes to test: "+mode.Accepted())
+	fs.StringVar(&c.Provider, "provider", "kind", "cluster provider: "+strings.Join(Providers, ", "))
+	fs.StringVar(&c.Kubeconfig, "kubeconfig", "", "kubeconfig for -provider=existing (default $KUBECONFIG or ~/.kube/config)")
+	fs.StringVar(&c.Context, "context", "", "kubeconfig context for -provider=existing (default: its current context, pinned at start)")
+	fs.StringVar(&c.ClusterName, "cluster-name", "meshclaims", "kind or local cluster name")
+	fs.BoolVar(&c.ReuseCluster, "reuse-cluster", false, "reuse a cluster of that name if it exists")
+	fs.BoolVar(&c.KeepCluster, "keep-cluster", false, "keep the cluster (and the suite's namespaces) after the run")
+	fs.StringVar(&c.IstioVersion, "istio-version", "1.30.2", "Istio version to install (GUIDE measured 1.30.2)")
+	fs.StringVar(&c.IstioInstall, "istio-install", "helm", "how to install Istio: "+strings.Join(IstioInstalls, ", "))
+	fs.StringVar(&c.IstioCharts, "istio-charts", "", "directory holding Istio's charts (base, istiod, cni, ztunnel); default: Istio's chart repository")
+	fs.StringVar(&c.ClaimsFile, "claims", "", "claims registry (default: testdata/claims.yaml of this repository)")
+	fs.StringVar(&c.ResultsRoot, "results", "", "results root; each run writes <results>/<run id>/ (default: results/ of this repository)")
+	fs.StringVar(&c.RunID, "run-id", "", "run id (default: UTC time, e.g. 20261129-214800)")
+	fs.IntVar(&c.Repeats, "repeats", 1, "repeat each measurement this many times (REVIEW: report spread)")
+	fs.Float64Var(&c.DurationScale, "duration-scale", 1, "scale every documented duration, e.g. 0.1 for a quick run (stated in the report)")
+	fs.StringVar(&c.Images, "images", "", "directory of prebuilt image tarballs (default: build them)")
+	fs.StringVar(&c.Registry, "image-registry", "", "push workload images to this registry instead of loading them into nodes (EKS)")
+	fs.DurationVar(&c.Timeouts.RolloutComplete, "rollout-timeout", c.Timeouts.RolloutComplete, "limit for one rollout to complete (GUIDE: 60s)")
+	fs.DurationVar(&c.Timeouts.WorkloadsReady, "ready-timeout", c.Timeouts.WorkloadsReady, "limit for a mode's workloads to become ready")
+	return c
+}
+
+// Validate checks every value and fills derived fields. Its errors name the
+// flag, the bad value and what is accepted; it touches no cluster.
+func (c *Config) Validate(repoRoot string, now time.Time) error {
+	var errs []string
+	bad := func(format string, a ...any) { errs = append(errs, fmt.Sprintf(format, a...)) }
+	modes, err := mode.Parse(c.ModesFlag)
+	if err != nil {
+		bad("-mode: %v", err)
+	}
+	c.Modes = modes
+	if !contains(Providers, c.Provider) {
+		bad("-provider=%q is not known; accepted: %s", c.Provider, strings.Join(Providers, ", "))
+	}
+	if !contains(IstioInstalls, c.IstioInstall) {
+		bad("-istio-install=%q is not known; accepted: %s", c.IstioInstall, strings.Join(IstioInstalls, ", "))
+	}
+	if !versionPattern.MatchString(c.IstioVersion) {
+		bad("-istio-version=%q is not a version like 1.30.2", c.IstioVersion)
+	}
+	if !dnsLabel.MatchString(c.ClusterName) || len(c.ClusterName) > 40 {
+		bad("-cluster-name=%q must be a DNS label (lowercase letters, digits, dashes; at most 40)", c.ClusterName)
+	}
+	if c.Repeats < 1 || c.Repeats > 100 {
+		bad("-repeats=%d must be between 1 and 100", c.Repeats)
+	}
+	if c.DurationScale <= 0 || c.DurationScale > 10 {
+		bad("-duration-scale=%g must be in (0, 10]", c.DurationScale)
+	}
+	if c.Provider != "existing" && (c.Kubeconfig != "" || c.Context != "") {
+		bad("-kubeconfig and -context apply to -provider=existing only (got -provider=%s)", c.Provider)
+	}
+	if c.IstioCharts != "" {
+		if st, err := os.Stat(c.IstioCharts); err != nil || !st.IsDir() {
+			bad("-istio-charts=%q is not a directory", c.IstioCharts)
+		}
+	}
+	if c.Images != "" {
+		if st, err := os.Stat(c.Images); err != nil || !st.IsDir() {
+			bad("-images=%q is not a directory", c.Images)
+		}
+	}
+	if c.ClaimsFile == "" {
+		c.ClaimsFile = filepath.Join(repoRoot, "testdata", "claims.yaml")
+	}
+	if _, err := os.Stat(c.ClaimsFile); err != nil {
+		bad("-claims=%q: %v", c.ClaimsFile, err)
+	}
+	if c.ResultsRoot == "" {
+		c.ResultsRoot = filepath.Join(repoRoot, "results")
+	}
+	if c.RunID == "" {
+		c.RunID = now.UTC().Format("20060102-150405")
+	}
+	if !dnsLabel.MatchString(c.RunID) && !regexp.MustCompile(`^[0-9A-Za-z._-]+$`).MatchString(c.RunID) {
+		bad("-run-id=%q may hold only letters, digits, dot, dash and underscore", c.RunID)
+	}
+	c.ResultsDir = filepath.Join(c.ResultsRoot, c.RunID)
+	if len(errs) > 0 {
+		return fmt.Errorf("invalid flags:\n  %s", strings.Join(errs, "\n  "))
+	}
+	return nil
+}
+
+// Scale applies -duration-scale to a documented duration, never below min
+// (a load shorter than a few seconds measures start-up, not steady state).
+func (c *Config) Scale(d, min time.Duration) time.Duration {
+	s := time.Duration(float64(d) * c.DurationScale)
+	if s < min {
+		return min
+	}
+	return s
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

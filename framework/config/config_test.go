@@ -1,0 +1,73 @@
+package config
+
+import (
+	"flag"
+	"io"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/meshclaims/meshclaims/framework/mode"
+)
+
+func repoRoot() string {
+	_, here, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(here), "..", "..")
+}
+
+func parse(t *testing.T, args ...string) (*Config, error) {
+	t.Helper()
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	c := Register(fs)
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	return c, c.Validate(repoRoot(), time.Date(2026, 11, 29, 21, 48, 0, 0, time.UTC))
+}
+
+func TestDefaults(t *testing.T) {
+	c, err := parse(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Modes) != 1 || c.Modes[0] != mode.AmbientL4 || c.IstioVersion != "1.30.2" || c.Timeouts.RolloutComplete != time.Minute {
+		t.Fatalf("defaults: %+v", c)
+	}
+	if c.RunID != "20261129-214800" || c.ResultsDir != filepath.Join(repoRoot(), "results", "20261129-214800") {
+		t.Fatalf("run dir: %s %s", c.RunID, c.ResultsDir)
+	}
+}
+
+func TestRejectsBadValues(t *testing.T) {
+	cases := map[string][]string{
+		`unknown mode "bogus"`: {"-mode=bogus"},
+		`-provider="docker" is not known; accepted: kind, existing, local`: {"-provider=docker"},
+		`-istio-install="operator"`:                                        {"-istio-install=operator"},
+		`-istio-version="latest"`:                                          {"-istio-version=latest"},
+		`-repeats=0`:                                                       {"-repeats=0"},
+		`-duration-scale=0`:                                                {"-duration-scale=0"},
+		`apply to -provider=existing only`:                                 {"-context=prod"},
+		`-cluster-name="Mesh_Claims"`:                                      {"-cluster-name=Mesh_Claims"},
+		`-claims="/nonexistent/claims.yaml"`:                               {"-claims=/nonexistent/claims.yaml"},
+		`-istio-charts="/nonexistent"`:                                     {"-istio-charts=/nonexistent"},
+	}
+	for want, args := range cases {
+		_, err := parse(t, args...)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%v: error %v does not contain %q", args, err, want)
+		}
+	}
+}
+
+func TestScale(t *testing.T) {
+	c, _ := parse(t, "-duration-scale=0.01")
+	if got := c.Scale(600*time.Second, 10*time.Second); got != 10*time.Second {
+		t.Fatalf("600s x 0.01 with a 10s floor = %v", got)
+	}
+	if got := c.Scale(60*time.Minute, time.Second); got != 36*time.Second {
+		t.Fatalf("1h x 0.01 = %v", got)
+	}
+}

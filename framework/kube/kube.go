@@ -1,0 +1,198 @@
+// Package kube is the suite's handle on one cluster: the pinned REST config,
+// typed clients, and the few operations specs need (find pods, port-forward,
+// read logs, wait for Deployments). Every write goes through the guard, so a
+// cluster that changed under the run is never written to.
+package kube
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/portforward"
+	"k8s.io/client-go/transport/spdy"
+)
+
+// WriteGuard is called before every phase that writes (framework/cluster.Guard).
+type WriteGuard interface {
+	Check(ctx context.Context) error
+}
+
+// Cluster is a pinned cluster.
+type Cluster struct {
+	Config *rest.Config
+	Client kubernetes.Interface
+	Guard  WriteGuard
+}
+
+// New pins cfg (it is copied; later changes to cfg do not reach the run).
+func New(cfg *rest.Config, guard WriteGuard) (*Cluster, error) {
+	cfg = rest.CopyConfig(cfg)
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("clients for %s: %w", cfg.Host, err)
+	}
+	return &Cluster{Config: cfg, Client: cs, Guard: guard}, nil
+}
+
+// CheckWrite runs the guard (if any) before a write phase.
+func (c *Cluster) CheckWrite(ctx context.Context) error {
+	if c.Guard == nil {
+		return nil
+	}
+	return c.Guard.Check(ctx)
+}
+
+// ReadyPods returns the Running, Ready pods matching selector in ns.
+func (c *Cluster) ReadyPods(ctx context.Context, ns, selector string) ([]corev1.Pod, error) {
+	list, err := c.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		return nil, err
+	}
+	var out []corev1.Pod
+	for _, p := range list.Items {
+		if p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning && podReady(&p) {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// OneReadyPod returns one ready pod or an error naming the selector.
+func (c *Cluster) OneReadyPod(ctx context.Context, ns, selector string) (*corev1.Pod, error) {
+	pods, err := c.ReadyPods(ctx, ns, selector)
+	if err != nil {
+		return nil, err
+	}
+	if len(pods) == 0 {
+		return nil, fmt.Errorf("no ready pod matches %q in namespace %s", selector, ns)
+	}
+	return &pods[0], nil
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// WaitAvailable waits until each named Deployment in ns has rolled out: the
+// same condition `kubectl rollout status` uses.
+func (c *Cluster) WaitAvailable(ctx context.Context, ns string, timeout time.Duration, names ...string) error {
+	for _, name := range names {
+		var last string
+		err := wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {
+			d, err := c.Client.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				last = err.Error()
+				return false, nil
+			}
+			done, why := RolledOut(d)
+			last = why
+			return done, nil
+		})
+		if err != nil {
+			return fmt.Errorf("deployment %s/%s not available within %s: %s", ns, name, timeout, last)
+		}
+	}
+	return nil
+}
+
+// RolledOut reports whether a Deployment's rollout is complete, and if not why.
+func RolledOut(d *appsv1.Deployment) (bool, string) {
+	want := int32(1)
+	if d.Spec.Replicas != nil {
+		want = *d.Spec.Replicas
+	}
+	s := d.Status
+	switch {
+	case s.ObservedGeneration < d.Generation:
+		return false, fmt.Sprintf("observed generation %d < %d", s.ObservedGeneration, d.Generation)
+	case s.UpdatedReplicas < want:
+		return false, fmt.Sprintf("%d of %d replicas updated", s.UpdatedReplicas, want)
+	case s.Replicas > s.UpdatedReplicas:
+		return false, fmt.Sprintf("%d old replicas pending termination", s.Replicas-s.UpdatedReplicas)
+	case s.AvailableReplicas < s.UpdatedReplicas:
+		return false, fmt.Sprintf("%d of %d updated replicas available", s.AvailableReplicas, s.UpdatedReplicas)
+	}
+	return true, "rolled out"
+}
+
+// Logs returns a container's log since a time (zero = all).
+func (c *Cluster) Logs(ctx context.Context, ns, pod, container string, since time.Time) (string, error) {
+	opts := &corev1.PodLogOptions{Container: container, Timestamps: true}
+	if !since.IsZero() {
+		t := metav1.NewTime(since)
+		opts.SinceTime = &t
+	}
+	rc, err := c.Client.CoreV1().Pods(ns).GetLogs(pod, opts).Stream(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	return string(b), err
+}
+
+// PortForward forwards a local loopback port to a pod's port and returns the
+// local address ("127.0.0.1:NNNNN") and a stop function. Specs reach in-cluster
+// clients (the fortio REST API, Envoy and ztunnel admin ports) this way, so
+// no traffic of the suite leaves loopback on the test host.
+func (c *Cluster) PortForward(ctx context.Context, ns, pod string, port int) (string, func(), error) {
+	transport, upgrader, err := spdy.RoundTripperFor(c.Config)
+	if err != nil {
+		return "", nil, err
+	}
+	req := c.Client.CoreV1().RESTClient().Post().Resource("pods").Namespace(ns).Name(pod).SubResource("portforward")
+	dialer := spdy.NewDialer(upgrader, &http.Client{Transport: transport}, http.MethodPost, req.URL())
+	stop, ready := make(chan struct{}), make(chan struct{})
+	fw, err := portforward.NewOnAddresses(dialer, []string{"127.0.0.1"}, []string{"0:" + strconv.Itoa(port)}, stop, ready, io.Discard, io.Discard)
+	if err != nil {
+		return "", nil, err
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- fw.ForwardPorts() }()
+	select {
+	case <-ready:
+	case err := <-errc:
+		return "", nil, fmt.Errorf("port-forward to %s/%s:%d: %w", ns, pod, port, err)
+	case <-ctx.Done():
+		close(stop)
+		return "", nil, ctx.Err()
+	}
+	ports, err := fw.GetPorts()
+	if err != nil || len(ports) == 0 {
+		close(stop)
+		return "", nil, fmt.Errorf("port-forward to %s/%s:%d: no local port: %v", ns, pod, port, err)
+	}
+	var once bool
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(int(ports[0].Local))), func() {
+		if !once {
+			once = true
+			close(stop)
+		}
+	}, nil
+}
+
+// ServerVersion is the API server's version string (e.g. v1.36.3).
+func (c *Cluster) ServerVersion() string {
+	v, err := c.Client.Discovery().ServerVersion()
+	if err != nil {
+		return "unknown (" + strings.SplitN(err.Error(), "\n", 2)[0] + ")"
+	}
+	return v.GitVersion
+}

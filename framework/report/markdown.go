@@ -1,0 +1,148 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/meshclaims/meshclaims/framework/claims"
+	"github.com/meshclaims/meshclaims/framework/mode"
+	"github.com/meshclaims/meshclaims/framework/verdict"
+)
+
+var mark = map[verdict.Result]string{
+	verdict.Reproduced:    "✅ reproduced",
+	verdict.NotReproduced: "❌ not reproduced",
+	verdict.Inconclusive:  "⚠️ inconclusive",
+	verdict.Recorded:      "📝 recorded",
+}
+
+// Markdown renders the report: where it ran, a decision matrix in the shape
+// of GUIDE's summary (claims x modes), then one table per mode setting the
+// documented value beside the measured one with the verdict's reason.
+func Markdown(w io.Writer, res *Results, reg *claims.Registry) error {
+	env := res.Environment
+	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
+	p("# meshclaims report — run %s\n\n", env.RunID)
+	p("| where | value |\n|---|---|\n")
+	p("| provider | %s |\n| cluster | %s |\n| Kubernetes | %s |\n| Istio | %s |\n| fortio | %s |\n",
+		dash(env.Provider), dash(env.Cluster), dash(env.Kubernetes), dash(env.Istio), dash(env.Fortio))
+	p("| modes | %s |\n| duration scale | %g (1 = documented setups) |\n| repeats | %d |\n| registry | %s |\n",
+		joinModes(env.Modes), env.DurationScale, env.Repeats, dash(env.Registry))
+	if !env.Started.IsZero() {
+		p("| started | %s |\n", env.Started.UTC().Format("2006-01-02 15:04:05Z"))
+	}
+	if !env.Finished.IsZero() {
+		p("| finished | %s |\n", env.Finished.UTC().Format("2006-01-02 15:04:05Z"))
+	}
+	for _, n := range env.Notes {
+		p("\n> %s\n", n)
+	}
+	p("\n**%d reproduced, %d not reproduced, %d inconclusive, %d recorded.**\n\n",
+		res.Summary[verdict.Reproduced], res.Summary[verdict.NotReproduced], res.Summary[verdict.Inconclusive], res.Summary[verdict.Recorded])
+	if env.DurationScale != 0 && env.DurationScale != 1 {
+		p("Durations were scaled by %g: rates and counts come from fewer requests than documented, so their intervals are wider.\n\n", env.DurationScale)
+	}
+
+	modes := env.Modes
+	if len(modes) == 0 {
+		modes = mode.All()
+	}
+	byKey := map[string]Entry{}
+	var ids []string
+	seen := map[string]bool{}
+	for _, e := range res.Entries {
+		byKey[e.Claim+"|"+string(e.Mode)] = e
+		if !seen[e.Claim] {
+			seen[e.Claim] = true
+			ids = append(ids, e.Claim)
+		}
+	}
+	p("## Decision summary\n\n| claim |")
+	for _, m := range modes {
+		p(" %s |", m)
+	}
+	p("\n|---|%s\n", strings.Repeat("---|", len(modes)))
+	for _, id := range ids {
+		p("| `%s` |", id)
+		for _, m := range modes {
+			e, ok := byKey[id+"|"+string(m)]
+			if !ok {
+				p(" |")
+				continue
+			}
+			p(" %s |", mark[e.Result])
+		}
+		p("\n")
+	}
+
+	for _, m := range modes {
+		var rows []Entry
+		for _, e := range res.Entries {
+			if e.Mode == m {
+				rows = append(rows, e)
+			}
+		}
+		if len(rows) == 0 {
+			continue
+		}
+		p("\n## Mode %s\n\n| claim | source | documented | measured | verdict | why |\n|---|---|---|---|---|---|\n", m)
+		for _, e := range rows {
+			p("| `%s` | %s | %s | %s | %s | %s |\n", e.Claim, cell(e.Source), cell(e.Documented), cell(e.Measured), mark[e.Result], cell(e.Reason))
+		}
+		var details []Entry
+		for _, e := range rows {
+			if e.Setup != "" || len(e.Raw) > 0 || len(e.Evidence) > 0 {
+				details = append(details, e)
+			}
+		}
+		if len(details) > 0 {
+			p("\n<details><summary>setups, raw results and evidence (%s)</summary>\n\n", m)
+			for _, e := range details {
+				p("- `%s`: %s", e.Claim, dash(e.Setup))
+				if len(e.Raw) > 0 {
+					p("; raw: %s", strings.Join(e.Raw, ", "))
+				}
+				if len(e.Evidence) > 0 {
+					p("; evidence: %s", strings.Join(e.Evidence, ", "))
+				}
+				p("\n")
+			}
+			p("\n</details>\n")
+		}
+	}
+	if reg != nil {
+		var missing []string
+		for _, m := range modes {
+			for _, c := range reg.ForMode(m) {
+				if _, ok := byKey[c.ID+"|"+string(m)]; !ok {
+					missing = append(missing, fmt.Sprintf("`%s` (%s)", c.ID, m))
+				}
+			}
+		}
+		if len(missing) > 0 {
+			p("\n## Not measured in this run\n\nApplicable to the selected modes but without a measurement (spec skipped, filtered out, or failed before recording): %s.\n", strings.Join(missing, ", "))
+		}
+	}
+	return nil
+}
+
+func cell(s string) string {
+	s = strings.ReplaceAll(s, "|", "\\|")
+	return strings.ReplaceAll(s, "\n", " ")
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func joinModes(ms []mode.Mode) string {
+	s := make([]string, len(ms))
+	for i, m := range ms {
+		s[i] = string(m)
+	}
+	return dash(strings.Join(s, ", "))
+}

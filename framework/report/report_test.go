@@ -1,0 +1,132 @@
+package report
+
+import (
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/meshclaims/meshclaims/framework/claims"
+	"github.com/meshclaims/meshclaims/framework/mode"
+	"github.com/meshclaims/meshclaims/framework/verdict"
+)
+
+func registryPath() string {
+	_, here, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(here), "..", "..", "testdata", "claims.yaml")
+}
+
+func sampleDir(t *testing.T) *Dir {
+	t.Helper()
+	d, err := Create(filepath.Join(t.TempDir(), "run"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := Environment{RunID: "r1", Started: time.Unix(0, 0), Provider: "local", Cluster: "https://127.0.0.1:6443",
+		Kubernetes: "v1.36.3", Modes: []mode.Mode{mode.None, mode.Sidecar}, DurationScale: 0.1, Repeats: 1, Registry: "testdata/claims.yaml"}
+	if err := d.SaveEnvironment(env); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := d.SaveRaw(Name("rollout.baseline", "sidecar", "run1"), []byte(`{"RetCodes":{"200":1}}`), map[string]any{"qps": 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []Record{
+		{Claim: "rollout.baseline", Mode: mode.Sidecar, Setup: "100 qps, 16 conns, 60s", Raw: []string{raw},
+			Measured: verdict.Measured{Count: verdict.Int64(330), Total: verdict.Int64(60000), NoResponse: verdict.Int64(3)}},
+		{Claim: "rollout.baseline", Mode: mode.None, Measured: verdict.Measured{Count: verdict.Int64(0), Total: verdict.Int64(6000), NoResponse: verdict.Int64(7)}},
+		{Claim: "latency.all-ok", Mode: mode.None, Measured: verdict.Measured{Count: verdict.Int64(0), Total: verdict.Int64(120)}},
+	} {
+		if err := d.Record(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return d
+}
+
+func TestRebuild(t *testing.T) {
+	reg, err := claims.Load(registryPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := sampleDir(t)
+	res, err := d.Rebuild(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Summary[verdict.Reproduced] != 1 || res.Summary[verdict.Recorded] != 1 || res.Summary[verdict.Inconclusive] != 1 {
+		t.Fatalf("summary = %v", res.Summary)
+	}
+	back, err := LoadResults(filepath.Join(d.Path, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(back.Entries) != 3 || back.Entries[0].Claim != "latency.all-ok" {
+		t.Fatalf("results.json entries: %+v", back.Entries)
+	}
+	md, err := os.ReadFile(filepath.Join(d.Path, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"| provider | local |",
+		"| `rollout.baseline` | 📝 recorded | ✅ reproduced |",
+		"324/60000 (0.54%) -1: 2",     // documented beside
+		"330/60000 (0.55%) -1: 3",     // measured
+		"too few requests to show zero", // the all-ok verdict on 120 requests
+		"Durations were scaled by 0.1",
+		"raw: raw/rollout.baseline__sidecar__run1.json",
+		"## Not measured in this run",
+	} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("report.md lacks %q\n%s", want, md)
+		}
+	}
+}
+
+// A changed tolerance is re-judged from the same records without a cluster.
+func TestRebuildRejudgesWithNewTolerance(t *testing.T) {
+	data, err := os.ReadFile(registryPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	strict := strings.Replace(string(data), "      max_rate: 0.001\n      why: \"'100%' judged", "      max_rate: 0.05\n      why: \"'100%' judged", 1)
+	if strict == string(data) {
+		t.Fatal("registry text changed; update this test")
+	}
+	reg, err := claims.Parse([]byte(strict), "edited.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := sampleDir(t).Rebuild(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Entries[0].Claim != "latency.all-ok" || res.Entries[0].Result != verdict.Reproduced {
+		t.Fatalf("all-ok with max_rate 5%%: %+v", res.Entries[0])
+	}
+}
+
+func TestJudgeRejectsUnknownClaim(t *testing.T) {
+	reg, err := claims.Load(registryPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Judge(Environment{}, []Record{{Claim: "latency.nope", Mode: mode.None}}, reg)
+	if err == nil || !strings.Contains(err.Error(), `"latency.nope"`) {
+		t.Fatalf("unknown claim not reported: %v", err)
+	}
+}
+
+func TestOpenRejectsOtherDirectories(t *testing.T) {
+	if _, err := Open(t.TempDir()); err == nil || !strings.Contains(err.Error(), "not a meshclaims results directory") {
+		t.Fatalf("got %v", err)
+	}
+	p := filepath.Join(t.TempDir(), "results.json")
+	os.WriteFile(p, []byte(`{"schema_version": 99}`), 0o644)
+	if _, err := LoadResults(p); err == nil || !strings.Contains(err.Error(), "schema_version 99") {
+		t.Fatalf("got %v", err)
+	}
+}

@@ -1,0 +1,262 @@
+// Package report owns a run's results directory and what is built from it:
+//
+//	<dir>/environment.json   where the run happened (provider, versions, scale)
+//	<dir>/raw/               every fortio JSON and the options that produced it
+//	<dir>/measured/          one record per claim and mode: what the spec measured
+//	<dir>/evidence/          failure evidence (events, logs, proxy config dumps)
+//	<dir>/results.json       typed, versioned verdicts (Results)
+//	<dir>/report.md          decision tables: documented vs measured, per mode
+//	<dir>/junit.xml          written by Ginkgo
+//
+// results.json and report.md are always rebuilt from environment.json and
+// measured/ with the registry, never edited in place: a changed tolerance is
+// re-judged without a cluster (`meshclaims report DIR`).
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/meshclaims/meshclaims/framework/claims"
+	"github.com/meshclaims/meshclaims/framework/mode"
+	"github.com/meshclaims/meshclaims/framework/verdict"
+)
+
+// SchemaVersion of results.json; bump on any incompatible change.
+const SchemaVersion = 1
+
+// Environment says where and how a run measured. Every verdict in the
+// report is read next to it (a kind laptop is not EKS m7g).
+type Environment struct {
+	RunID         string      `json:"run_id"`
+	Started       time.Time   `json:"started"`
+	Finished      time.Time   `json:"finished,omitzero"`
+	Provider      string      `json:"provider"` // kind, existing, local
+	Cluster       string      `json:"cluster"`  // cluster name or API server URL
+	Kubernetes    string      `json:"kubernetes,omitempty"`
+	Istio         string      `json:"istio,omitempty"`
+	Fortio        string      `json:"fortio,omitempty"`
+	Modes         []mode.Mode `json:"modes"`
+	DurationScale float64     `json:"duration_scale"` // 1 = the documented setups
+	Repeats       int         `json:"repeats"`
+	Registry      string      `json:"registry"`
+	Notes         []string    `json:"notes,omitempty"`
+}
+
+// Record is what one spec measured for one claim in one mode.
+type Record struct {
+	Claim    string           `json:"claim"`
+	Mode     mode.Mode        `json:"mode"`
+	Measured verdict.Measured `json:"measured"`
+	// Setup says what was actually run (qps, connections, duration after scaling).
+	Setup    string   `json:"setup,omitempty"`
+	Raw      []string `json:"raw,omitempty"`      // paths relative to the results directory
+	Evidence []string `json:"evidence,omitempty"` // idem
+}
+
+// Entry is one judged claim in one mode.
+type Entry struct {
+	verdict.Verdict
+	Title    string           `json:"title"`
+	Source   string           `json:"source"`
+	Kind     claims.Kind      `json:"kind"`
+	Metric   claims.Metric    `json:"metric"`
+	Setup    string           `json:"setup,omitempty"`
+	Measure  verdict.Measured `json:"measurement"`
+	Raw      []string         `json:"raw,omitempty"`
+	Evidence []string         `json:"evidence,omitempty"`
+}
+
+// Results is results.json.
+type Results struct {
+	SchemaVersion int         `json:"schema_version"`
+	Environment   Environment `json:"environment"`
+	Entries       []Entry     `json:"entries"`
+	// Summary counts entries per verdict.
+	Summary map[verdict.Result]int `json:"summary"`
+}
+
+// Dir is a results directory.
+type Dir struct{ Path string }
+
+// Create makes a results directory (and its subdirectories) at path.
+func Create(path string) (*Dir, error) {
+	for _, sub := range []string{"raw", "measured", "evidence"} {
+		if err := os.MkdirAll(filepath.Join(path, sub), 0o755); err != nil {
+			return nil, fmt.Errorf("results directory: %w", err)
+		}
+	}
+	return &Dir{Path: path}, nil
+}
+
+// Open opens an existing results directory.
+func Open(path string) (*Dir, error) {
+	if _, err := os.Stat(filepath.Join(path, "environment.json")); err != nil {
+		return nil, fmt.Errorf("%s is not a meshclaims results directory (no environment.json): %w", path, err)
+	}
+	return &Dir{Path: path}, nil
+}
+
+var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+
+// Name makes a file name from parts, e.g. Name("rollout.baseline", "sidecar", "run1").
+func Name(parts ...string) string {
+	return unsafeName.ReplaceAllString(strings.Join(parts, "__"), "_")
+}
+
+// SaveRaw writes raw/<name>.json (a fortio result, byte for byte) and
+// raw/<name>.options.json (what produced it). It returns the relative path.
+func (d *Dir) SaveRaw(name string, data []byte, options any) (string, error) {
+	rel := filepath.Join("raw", name+".json")
+	if err := os.WriteFile(filepath.Join(d.Path, rel), data, 0o644); err != nil {
+		return "", err
+	}
+	if options != nil {
+		if err := writeJSON(filepath.Join(d.Path, "raw", name+".options.json"), options); err != nil {
+			return "", err
+		}
+	}
+	return rel, nil
+}
+
+// EvidencePath returns (and creates) evidence/<name>/ for failure dumps.
+func (d *Dir) EvidencePath(name string) (string, error) {
+	p := filepath.Join(d.Path, "evidence", name)
+	return p, os.MkdirAll(p, 0o755)
+}
+
+// SaveEnvironment writes environment.json.
+func (d *Dir) SaveEnvironment(env Environment) error {
+	return writeJSON(filepath.Join(d.Path, "environment.json"), env)
+}
+
+// LoadEnvironment reads environment.json.
+func (d *Dir) LoadEnvironment() (Environment, error) {
+	var env Environment
+	return env, readJSON(filepath.Join(d.Path, "environment.json"), &env)
+}
+
+// Record writes measured/<claim>__<mode>.json, replacing an earlier record
+// of the same claim and mode (a re-run spec).
+func (d *Dir) Record(r Record) error {
+	if r.Claim == "" || r.Mode == "" {
+		return fmt.Errorf("record needs a claim and a mode, got %q/%q", r.Claim, r.Mode)
+	}
+	return writeJSON(filepath.Join(d.Path, "measured", Name(r.Claim, string(r.Mode))+".json"), r)
+}
+
+// Records reads every measured record, sorted by claim then mode order.
+func (d *Dir) Records() ([]Record, error) {
+	files, err := filepath.Glob(filepath.Join(d.Path, "measured", "*.json"))
+	if err != nil {
+		return nil, err
+	}
+	var out []Record
+	for _, f := range files {
+		var r Record
+		if err := readJSON(f, &r); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	order := map[mode.Mode]int{}
+	for i, m := range mode.All() {
+		order[m] = i
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Claim != out[j].Claim {
+			return out[i].Claim < out[j].Claim
+		}
+		return order[out[i].Mode] < order[out[j].Mode]
+	})
+	return out, nil
+}
+
+// Judge builds Results from the environment and records with the registry.
+// A record naming a claim the registry lacks is an error, not a silent drop.
+func Judge(env Environment, records []Record, reg *claims.Registry) (*Results, error) {
+	res := &Results{SchemaVersion: SchemaVersion, Environment: env, Summary: map[verdict.Result]int{}}
+	for _, r := range records {
+		c, ok := reg.Get(r.Claim)
+		if !ok {
+			return nil, fmt.Errorf("measured record for claim %q, which registry %s does not have", r.Claim, reg.File)
+		}
+		v := verdict.Judge(c, r.Mode, r.Measured)
+		res.Entries = append(res.Entries, Entry{
+			Verdict: v, Title: c.Title, Source: c.Source.Doc + " " + c.Source.Section,
+			Kind: c.Kind, Metric: c.Metric, Setup: r.Setup, Measure: r.Measured, Raw: r.Raw, Evidence: r.Evidence,
+		})
+		res.Summary[v.Result]++
+	}
+	return res, nil
+}
+
+// Rebuild re-judges a results directory with reg and rewrites results.json
+// and report.md.
+func (d *Dir) Rebuild(reg *claims.Registry) (*Results, error) {
+	env, err := d.LoadEnvironment()
+	if err != nil {
+		return nil, err
+	}
+	recs, err := d.Records()
+	if err != nil {
+		return nil, err
+	}
+	res, err := Judge(env, recs, reg)
+	if err != nil {
+		return nil, err
+	}
+	if err := writeJSON(filepath.Join(d.Path, "results.json"), res); err != nil {
+		return nil, err
+	}
+	f, err := os.Create(filepath.Join(d.Path, "report.md"))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if err := Markdown(f, res, reg); err != nil {
+		return nil, err
+	}
+	return res, f.Close()
+}
+
+// LoadResults reads results.json, refusing other schema versions.
+func LoadResults(path string) (*Results, error) {
+	var res Results
+	if err := readJSON(path, &res); err != nil {
+		return nil, err
+	}
+	if res.SchemaVersion != SchemaVersion {
+		return nil, fmt.Errorf("%s: schema_version %d, this meshclaims reads %d", path, res.SchemaVersion, SchemaVersion)
+	}
+	return &res, nil
+}
+
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path) // readers never see half a file
+}
+
+func readJSON(path string, v any) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}

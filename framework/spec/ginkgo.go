@@ -1,0 +1,77 @@
+package spec
+
+import (
+	"encoding/json"
+	"fmt"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/meshclaims/meshclaims/framework/report"
+	"github.com/meshclaims/meshclaims/framework/verdict"
+)
+
+// Build adds one Ginkgo container per area and one It per planned spec. It
+// must run before RunSpecs. env returns the Env the before-all prepared (it
+// is nil during tree construction and in dry runs, which never call it).
+func Build(planned []Planned, env func() *Env) {
+	byArea := map[string][]Planned{}
+	var areas []string
+	for _, p := range planned {
+		if _, ok := byArea[p.Def.Area]; !ok {
+			areas = append(areas, p.Def.Area)
+		}
+		byArea[p.Def.Area] = append(byArea[p.Def.Area], p)
+	}
+	for _, area := range areas {
+		ps := byArea[area]
+		Describe(area, Label("area:"+area), func() {
+			for _, p := range ps {
+				p := p
+				It(p.Name(), Label(p.Labels()...), func(ctx SpecContext) {
+					execute(ctx, p, env())
+				})
+			}
+		})
+	}
+}
+
+func execute(ctx SpecContext, p Planned, env *Env) {
+	Expect(env).NotTo(BeNil(), "the suite's set-up did not run")
+	r := NewRun(p.Claim, p.Mode, env, GinkgoWriter)
+	AddReportEntry("claim", p.Claim.ID)
+	AddReportEntry("mode", string(p.Mode))
+	AddReportEntry("scenario", p.Def.Scenario)
+	DeferCleanup(func() { currentRun = nil })
+	currentRun = r
+
+	var got verdict.Measured
+	for _, need := range p.Def.Needs {
+		if err := need.Check(ctx, r); err != nil {
+			got.Unmet = fmt.Sprintf("%s: %v", need.Name, err)
+			break
+		}
+	}
+	if got.Unmet == "" {
+		var err error
+		got, err = p.Def.Measure(ctx, r)
+		Expect(err).NotTo(HaveOccurred(), "%s [%s]: the measurement itself failed", p.Claim.ID, p.Mode)
+	}
+	v := verdict.Judge(p.Claim, p.Mode, got)
+	if env.Results != nil {
+		rec := report.Record{Claim: p.Claim.ID, Mode: p.Mode, Measured: got, Setup: r.Setup(), Raw: r.Raw(), Evidence: r.Evidence()}
+		Expect(env.Results.Record(rec)).To(Succeed())
+	}
+	b, _ := json.Marshal(v)
+	AddReportEntry("verdict", string(b))
+	AddReportEntry("measured", v.Measured)
+	r.Logf("%s: %s", v.Result, v.Reason)
+	Expect(v.Passed()).To(BeTrue(), "%s [%s] %s: %s\n  documented: %s\n  measured:   %s",
+		p.Claim.ID, p.Mode, v.Result, v.Reason, v.Documented, v.Measured)
+}
+
+// currentRun lets the failure-evidence hook find the running spec's Run.
+var currentRun *Run
+
+// Current returns the Run of the spec being executed, or nil.
+func Current() *Run { return currentRun }

@@ -1,0 +1,79 @@
+package spec
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/meshclaims/meshclaims/framework/claims"
+	"github.com/meshclaims/meshclaims/framework/config"
+	"github.com/meshclaims/meshclaims/framework/mode"
+	"github.com/meshclaims/meshclaims/framework/report"
+)
+
+// Env is what the suite's set-up prepared, shared by every spec. The e2e
+// package fills it in its before-all; Cluster is whatever the provider gave
+// (an interface, so framework/spec does not depend on a provider).
+type Env struct {
+	Config   *config.Config
+	Registry *claims.Registry
+	Results  *report.Dir
+	// Cluster is the suite's cluster handle (set by e2e; nil in dry runs).
+	Cluster any
+	// Where says where measurements come from, for every record.
+	Where string
+}
+
+// Run is one spec's view: its claim, its mode and the shared Env.
+type Run struct {
+	Claim *claims.Claim
+	Mode  mode.Mode
+	Env   *Env
+	// Out receives progress lines (GinkgoWriter in the suite).
+	Out   io.Writer
+	start time.Time
+	raw   []string
+	setup string
+	evid  []string
+}
+
+// NewRun makes a Run; exported for tests of measure functions.
+func NewRun(c *claims.Claim, m mode.Mode, env *Env, out io.Writer) *Run {
+	if out == nil {
+		out = io.Discard
+	}
+	return &Run{Claim: c, Mode: m, Env: env, Out: out, start: time.Now()}
+}
+
+// Namespace is the mode's namespace.
+func (r *Run) Namespace() string { return r.Mode.Namespace() }
+
+// Logf prints a progress line prefixed with the claim, mode and elapsed time.
+func (r *Run) Logf(format string, a ...any) {
+	fmt.Fprintf(r.Out, "[%s %s +%s] %s\n", r.Claim.ID, r.Mode, time.Since(r.start).Round(time.Second), fmt.Sprintf(format, a...))
+}
+
+// SaveRaw keeps a raw result (fortio JSON) and the options that produced it
+// in the results directory, and lists it in the spec's record.
+func (r *Run) SaveRaw(name string, data []byte, options any) error {
+	if r.Env == nil || r.Env.Results == nil {
+		return nil
+	}
+	p, err := r.Env.Results.SaveRaw(report.Name(r.Claim.ID, string(r.Mode), name), data, options)
+	if err != nil {
+		return err
+	}
+	r.raw = append(r.raw, p)
+	return nil
+}
+
+// SetSetup states what was actually run (after -duration-scale), for the report.
+func (r *Run) SetSetup(format string, a ...any) { r.setup = fmt.Sprintf(format, a...) }
+
+// AddEvidence lists a failure-evidence path (relative to the results dir).
+func (r *Run) AddEvidence(path string) { r.evid = append(r.evid, path) }
+
+// Raw, Setup and Evidence are what the record will carry.
+func (r *Run) Raw() []string      { return r.raw }
+func (r *Run) Setup() string      { return r.setup }
+func (r *Run) Evidence() []string { return r.evid }

@@ -1,0 +1,75 @@
+package spec
+
+import (
+	"context"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/meshclaims/meshclaims/framework/claims"
+	"github.com/meshclaims/meshclaims/framework/mode"
+	"github.com/meshclaims/meshclaims/framework/verdict"
+)
+
+func registry(t *testing.T) *claims.Registry {
+	_, here, _, _ := runtime.Caller(0)
+	reg, err := claims.Load(filepath.Join(filepath.Dir(here), "..", "..", "testdata", "claims.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return reg
+}
+
+func measure(context.Context, *Run) (verdict.Measured, error) { return verdict.Measured{}, nil }
+
+func TestPlanSelectsApplicableModes(t *testing.T) {
+	reg := registry(t)
+	defs := []Def{
+		{Claim: "netpol.hbone-allowed", Area: "netpol", Measure: measure},
+		{Claim: "latency.percentiles", Area: "latency", Measure: measure},
+	}
+	got, err := Plan(reg, defs, []mode.Mode{mode.None, mode.AmbientL4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range got {
+		names = append(names, p.Claim.ID+"/"+string(p.Mode))
+	}
+	want := "netpol.hbone-allowed/ambient-l4 latency.percentiles/none latency.percentiles/ambient-l4"
+	if strings.Join(names, " ") != want {
+		t.Fatalf("planned %v, want %s", names, want)
+	}
+	if l := got[0].Labels(); l[0] != "claim:netpol.hbone-allowed" || l[1] != "mode:ambient-l4" {
+		t.Fatalf("labels %v", l)
+	}
+}
+
+func TestPlanRejectsDisagreement(t *testing.T) {
+	reg := registry(t)
+	cases := map[string][]Def{
+		`names claim "latency.p51"`:                     {{Claim: "latency.p51", Area: "latency", Measure: measure}},
+		`claim "latency.all-ok" has more than one spec`: {{Claim: "latency.all-ok", Measure: measure}, {Claim: "latency.all-ok", Measure: measure}},
+		`has no Measure`:                                {{Claim: "latency.all-ok"}},
+		`narrows to mode none`:                          {{Claim: "mtls.in-mesh-ok", Modes: []mode.Mode{mode.None}, Measure: measure}},
+	}
+	for want, defs := range cases {
+		if _, err := Plan(reg, defs, mode.All()); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v does not contain %q", err, want)
+		}
+	}
+}
+
+func TestUnspecified(t *testing.T) {
+	reg := registry(t)
+	missing := Unspecified(reg, []Def{{Claim: "kubeproxy.service-scale"}}, []mode.Mode{mode.None})
+	for _, m := range missing {
+		if strings.HasPrefix(m, "kubeproxy.service-scale") {
+			t.Fatalf("declared claim reported missing: %v", missing)
+		}
+	}
+	if len(missing) == 0 || !strings.Contains(strings.Join(missing, ","), "latency.percentiles [none]") {
+		t.Fatalf("missing = %v", missing)
+	}
+}

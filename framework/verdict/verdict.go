@@ -1,0 +1,386 @@
+// Package verdict judges a measurement against its claim: reproduced, not
+// reproduced or inconclusive, with one sentence that says why in numbers.
+//
+// The rules are statistical rather than bare comparisons (DESIGN: judge with
+// statistics). A documented value becomes an acceptance band from the claim's
+// tolerance; a measured rate or repeated measurement carries a 95% interval.
+// The interval entirely outside the band is "not reproduced"; the estimate
+// inside the band is "reproduced"; anything between (too few samples to
+// tell) is "inconclusive". "Zero" claims are judged by the interval's upper
+// bound, so "0 of 50" cannot pass for "0 of 60,000".
+package verdict
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/meshclaims/meshclaims/framework/claims"
+	"github.com/meshclaims/meshclaims/framework/mode"
+	"github.com/meshclaims/meshclaims/framework/stats"
+)
+
+// Result is the judgement of one claim in one mode.
+type Result string
+
+const (
+	Reproduced    Result = "reproduced"
+	NotReproduced Result = "not reproduced"
+	Inconclusive  Result = "inconclusive"
+	// Recorded is a measurement with nothing documented to compare with
+	// (e.g. the no-mesh rollout run): it is reported, not judged.
+	Recorded Result = "recorded"
+)
+
+// Confidence is the level of every interval the suite reports.
+const Confidence = 0.95
+
+// Measured is what a spec observed. Set the fields the claim's metric needs.
+type Measured struct {
+	// Outcome is what a probe observed (claims' outcome vocabulary), and
+	// Detail how (e.g. "connection reset by peer").
+	Outcome string `json:"outcome,omitempty"`
+	Detail  string `json:"detail,omitempty"`
+	// Count of Total: 503s, non-200s, duplicates per request sent.
+	Count *int64 `json:"count,omitempty"`
+	Total *int64 `json:"total,omitempty"`
+	// NoResponse counts fortio -1 (no HTTP response) of Total.
+	NoResponse *int64 `json:"no_response,omitempty"`
+	// Value is a scalar in the metric's unit; Runs holds one value per repeat
+	// when the spec repeated the measurement (Value is then their mean).
+	Value *float64  `json:"value,omitempty"`
+	Runs  []float64 `json:"runs,omitempty"`
+	// Ratio is a ratio of two rates with its interval (rate_ratio claims).
+	Ratio *stats.RatioEstimate `json:"ratio,omitempty"`
+	// Percentiles in ms ("50", "99.9", ...).
+	Percentiles map[string]float64 `json:"percentiles_ms,omitempty"`
+	// Extra keeps further numbers for the report (sockets, cycles, mean_ms...).
+	Extra map[string]float64 `json:"extra,omitempty"`
+	// Unmet names a precondition that failed (e.g. networkpolicy-enforcement);
+	// it makes the verdict inconclusive whatever else was measured.
+	Unmet string `json:"unmet,omitempty"`
+}
+
+// Verdict is the judgement with the numbers behind it.
+type Verdict struct {
+	Claim      string    `json:"claim"`
+	Mode       mode.Mode `json:"mode"`
+	Result     Result    `json:"result"`
+	Documented string    `json:"documented"`
+	Measured   string    `json:"measured"`
+	Reason     string    `json:"reason"`
+}
+
+// Passed reports whether a spec asserting this verdict should pass.
+func (v Verdict) Passed() bool { return v.Result == Reproduced || v.Result == Recorded }
+
+// Int64 and Float64 make pointers for Measured literals.
+func Int64(v int64) *int64       { return &v }
+func Float64(v float64) *float64 { return &v }
+
+// Judge compares a measurement with the claim's documented value for mode m.
+func Judge(c *claims.Claim, m mode.Mode, got Measured) Verdict {
+	v := Verdict{Claim: c.ID, Mode: m}
+	doc, ok := c.DocumentedFor(m)
+	v.Documented = describeDoc(doc, ok)
+	v.Measured = describeMeasured(got)
+	if got.Unmet != "" {
+		v.Result, v.Reason = Inconclusive, "precondition not met: "+got.Unmet
+		return v
+	}
+	if !c.AppliesTo(m) {
+		v.Result, v.Reason = Inconclusive, fmt.Sprintf("claim does not apply to mode %s (modes: %v)", m, c.Modes)
+		return v
+	}
+	if !ok {
+		v.Result, v.Reason = Recorded, "nothing documented for this mode; measured value recorded"
+		return v
+	}
+	switch c.Metric {
+	case claims.Outcome:
+		v.Result, v.Reason = judgeOutcome(doc, got)
+	case claims.ErrorRate, claims.SuccessRate, claims.DuplicateCount:
+		v.Result, v.Reason = judgeRates(c, doc, got)
+	case claims.LatencyPercentiles, claims.IntervalMs:
+		v.Result, v.Reason = judgePercentiles(c, doc, got)
+	case claims.RateRatio:
+		v.Result, v.Reason = judgeRatio(c, doc, got)
+	case claims.Stability:
+		v.Result, v.Reason = judgeStability(c, got)
+	default:
+		v.Result, v.Reason = judgeScalar(c, doc, got)
+	}
+	return v
+}
+
+func judgeOutcome(doc claims.Value, got Measured) (Result, string) {
+	if got.Outcome == "" {
+		return Inconclusive, "no outcome was observed"
+	}
+	how := ""
+	if got.Detail != "" {
+		how = " (" + got.Detail + ")"
+	}
+	if got.Outcome == doc.Outcome {
+		return Reproduced, fmt.Sprintf("observed %s%s as documented", got.Outcome, how)
+	}
+	return NotReproduced, fmt.Sprintf("observed %s%s, documented %s", got.Outcome, how, doc.Outcome)
+}
+
+// judgeRates judges the primary rate (Count of Total) and, where the claim
+// documents it, the no-response rate (fortio -1); both must hold.
+func judgeRates(c *claims.Claim, doc claims.Value, got Measured) (Result, string) {
+	if got.Count == nil || got.Total == nil || *got.Total == 0 {
+		return Inconclusive, "no requests were measured"
+	}
+	if doc.Count == nil || doc.Total == nil {
+		return Inconclusive, "the registry documents no count for this mode"
+	}
+	label := map[claims.Metric]string{claims.ErrorRate: "503 rate", claims.SuccessRate: "non-200 rate", claims.DuplicateCount: "duplicate rate"}[c.Metric]
+	r1, s1 := judgeRate(label, *got.Count, *got.Total, *doc.Count, *doc.Total, c.Tolerance)
+	if doc.Unanswered == nil || got.NoResponse == nil {
+		return r1, s1
+	}
+	r2, s2 := judgeRate("no-response (-1) rate", *got.NoResponse, *got.Total, *doc.Unanswered, *doc.Total, c.Tolerance)
+	return worst(r1, r2), s1 + "; " + s2
+}
+
+func judgeRate(label string, count, total, docCount, docTotal int64, tol claims.Tolerance) (Result, string) {
+	p, err := stats.Wilson(count, total, Confidence)
+	if err != nil {
+		return Inconclusive, fmt.Sprintf("%s: %v", label, err)
+	}
+	d := float64(docCount) / float64(docTotal)
+	docs := fmt.Sprintf("%d/%d = %s", docCount, docTotal, pct(d))
+	if docCount == 0 {
+		if tol.MaxRate == nil {
+			return Inconclusive, fmt.Sprintf("%s: documented zero but the tolerance has no max_rate", label)
+		}
+		max := *tol.MaxRate
+		switch {
+		case p.CI.High <= max:
+			return Reproduced, fmt.Sprintf("%s %s: upper bound %s <= %s, consistent with documented zero", label, p, pct(p.CI.High), pct(max))
+		case p.CI.Low > max:
+			return NotReproduced, fmt.Sprintf("%s %s: lower bound %s > %s, documented zero", label, p, pct(p.CI.Low), pct(max))
+		default:
+			return Inconclusive, fmt.Sprintf("%s %s: upper bound %s > %s, too few requests to show zero", label, p, pct(p.CI.High), pct(max))
+		}
+	}
+	lo, hi, how := band(d, tol)
+	switch {
+	case p.CI.High < lo || p.CI.Low > hi:
+		return NotReproduced, fmt.Sprintf("%s %s lies outside %s of documented %s [%s, %s]", label, p, how, docs, pct(lo), pct(hi))
+	case p.Estimate >= lo && p.Estimate <= hi:
+		return Reproduced, fmt.Sprintf("%s %s is within %s of documented %s [%s, %s]", label, p, how, docs, pct(lo), pct(hi))
+	default:
+		return Inconclusive, fmt.Sprintf("%s %s overlaps %s of documented %s [%s, %s] only with its interval", label, p, how, docs, pct(lo), pct(hi))
+	}
+}
+
+func judgePercentiles(c *claims.Claim, doc claims.Value, got Measured) (Result, string) {
+	if len(doc.Percentiles) == 0 {
+		return Inconclusive, "the registry documents no percentiles for this mode"
+	}
+	if len(got.Percentiles) == 0 {
+		return Inconclusive, "no percentiles were measured"
+	}
+	keys := sortedPercentiles(doc.Percentiles)
+	res := Reproduced
+	var parts []string
+	for _, k := range keys {
+		d := doc.Percentiles[k]
+		m, ok := got.Percentiles[k]
+		if !ok {
+			res = worst(res, Inconclusive)
+			parts = append(parts, fmt.Sprintf("P%s not measured", k))
+			continue
+		}
+		lo, hi, _ := band(d, c.Tolerance)
+		mark := "ok"
+		if m < lo || m > hi {
+			res, mark = NotReproduced, "out"
+		}
+		parts = append(parts, fmt.Sprintf("P%s %s vs %s (%s)", k, num(m), num(d), mark))
+	}
+	_, _, how := band(1, c.Tolerance)
+	return res, fmt.Sprintf("ms, measured vs documented, %s each: %s", how, strings.Join(parts, ", "))
+}
+
+func judgeRatio(c *claims.Claim, doc claims.Value, got Measured) (Result, string) {
+	if doc.Value == nil {
+		return Inconclusive, "the registry documents no ratio"
+	}
+	if got.Ratio == nil {
+		return Inconclusive, "no ratio was measured (needs a nonzero rate in both modes)"
+	}
+	lo, hi, how := band(*doc.Value, c.Tolerance)
+	r := got.Ratio
+	s := fmt.Sprintf("ratio %s [%s, %s] vs documented %s (%s: [%s, %s])", num(r.Estimate), num(r.CI.Low), num(r.CI.High), num(*doc.Value), how, num(lo), num(hi))
+	return classify(r.Estimate, r.CI.Low, r.CI.High, lo, hi), s
+}
+
+func judgeScalar(c *claims.Claim, doc claims.Value, got Measured) (Result, string) {
+	if doc.Value == nil {
+		return Inconclusive, "the registry documents no value for this mode"
+	}
+	if got.Value == nil {
+		return Inconclusive, "no value was measured"
+	}
+	lo, hi, how := band(*doc.Value, c.Tolerance)
+	m := *got.Value
+	if len(got.Runs) > 1 {
+		s, err := stats.Summarize(got.Runs, Confidence)
+		if err == nil {
+			return classify(s.Mean, s.CI.Low, s.CI.High, lo, hi),
+				fmt.Sprintf("%s %s over %d runs [%s, %s] vs documented %s (%s: [%s, %s])", c.Metric, num(s.Mean), s.N, num(s.CI.Low), num(s.CI.High), num(*doc.Value), how, num(lo), num(hi))
+		}
+	}
+	r := NotReproduced
+	if m >= lo && m <= hi {
+		r = Reproduced
+	}
+	return r, fmt.Sprintf("%s %s (one run) vs documented %s (%s: [%s, %s])", c.Metric, num(m), num(*doc.Value), how, num(lo), num(hi))
+}
+
+// judgeStability: Value is the largest relative change under churn.
+func judgeStability(c *claims.Claim, got Measured) (Result, string) {
+	if got.Value == nil || c.Tolerance.Relative == nil {
+		return Inconclusive, "no stability measurement or no relative tolerance"
+	}
+	if math.Abs(*got.Value) <= *c.Tolerance.Relative {
+		return Reproduced, fmt.Sprintf("largest change under churn %s <= %s", pct(*got.Value), pct(*c.Tolerance.Relative))
+	}
+	return NotReproduced, fmt.Sprintf("largest change under churn %s > %s", pct(*got.Value), pct(*c.Tolerance.Relative))
+}
+
+// classify places an estimate and its interval against the band [lo, hi].
+func classify(est, ciLo, ciHi, lo, hi float64) Result {
+	switch {
+	case ciHi < lo || ciLo > hi:
+		return NotReproduced
+	case est >= lo && est <= hi:
+		return Reproduced
+	default:
+		return Inconclusive
+	}
+}
+
+// band turns a documented value and a tolerance into the widest acceptance
+// band any of the tolerance's bounds allows, and says how in words.
+func band(d float64, t claims.Tolerance) (lo, hi float64, how string) {
+	lo, hi = d, d
+	var hows []string
+	widen := func(l, h float64) {
+		lo, hi = math.Min(lo, l), math.Max(hi, h)
+	}
+	if t.Absolute != nil {
+		widen(d-*t.Absolute, d+*t.Absolute)
+		hows = append(hows, "±"+num(*t.Absolute))
+	}
+	if t.Relative != nil {
+		widen(d-*t.Relative*math.Abs(d), d+*t.Relative*math.Abs(d))
+		hows = append(hows, "±"+pct(*t.Relative))
+	}
+	if t.Factor != nil && d > 0 {
+		widen(d / *t.Factor, d**t.Factor)
+		hows = append(hows, "a factor of "+num(*t.Factor))
+	}
+	if len(hows) == 0 {
+		hows = []string{"exactly"}
+	}
+	return lo, hi, strings.Join(hows, " or ")
+}
+
+var severity = map[Result]int{Reproduced: 0, Recorded: 0, Inconclusive: 1, NotReproduced: 2}
+
+func worst(a, b Result) Result {
+	if severity[b] > severity[a] {
+		return b
+	}
+	return a
+}
+
+func sortedPercentiles(m map[string]float64) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		a, _ := strconv.ParseFloat(keys[i], 64)
+		b, _ := strconv.ParseFloat(keys[j], 64)
+		return a < b
+	})
+	return keys
+}
+
+func num(f float64) string { return strconv.FormatFloat(f, 'g', 4, 64) }
+
+func pct(f float64) string { return strconv.FormatFloat(f*100, 'g', 3, 64) + "%" }
+
+func describeDoc(v claims.Value, ok bool) string {
+	if !ok {
+		return "-"
+	}
+	var parts []string
+	if v.Outcome != "" {
+		parts = append(parts, v.Outcome)
+	}
+	if v.Count != nil && v.Total != nil {
+		parts = append(parts, fmt.Sprintf("%d/%d (%s)", *v.Count, *v.Total, pct(float64(*v.Count)/float64(*v.Total))))
+	}
+	if v.Unanswered != nil {
+		parts = append(parts, fmt.Sprintf("-1: %d", *v.Unanswered))
+	}
+	if v.Value != nil {
+		parts = append(parts, num(*v.Value))
+	}
+	if len(v.Percentiles) > 0 {
+		parts = append(parts, percentiles(v.Percentiles))
+	}
+	if v.Expected {
+		parts = append(parts, "(expected, not documented)")
+	}
+	if len(parts) == 0 && v.Text != "" {
+		parts = append(parts, v.Text)
+	}
+	return strings.Join(parts, " ")
+}
+
+func describeMeasured(m Measured) string {
+	var parts []string
+	if m.Outcome != "" {
+		s := m.Outcome
+		if m.Detail != "" {
+			s += " (" + m.Detail + ")"
+		}
+		parts = append(parts, s)
+	}
+	if m.Count != nil && m.Total != nil && *m.Total > 0 {
+		parts = append(parts, fmt.Sprintf("%d/%d (%s)", *m.Count, *m.Total, pct(float64(*m.Count)/float64(*m.Total))))
+	}
+	if m.NoResponse != nil {
+		parts = append(parts, fmt.Sprintf("-1: %d", *m.NoResponse))
+	}
+	if m.Ratio != nil {
+		parts = append(parts, fmt.Sprintf("%s [%s, %s]", num(m.Ratio.Estimate), num(m.Ratio.CI.Low), num(m.Ratio.CI.High)))
+	} else if m.Value != nil {
+		parts = append(parts, num(*m.Value))
+	}
+	if len(m.Percentiles) > 0 {
+		parts = append(parts, percentiles(m.Percentiles))
+	}
+	if m.Unmet != "" {
+		parts = append(parts, "unmet: "+m.Unmet)
+	}
+	return strings.Join(parts, " ")
+}
+
+func percentiles(m map[string]float64) string {
+	var s []string
+	for _, k := range sortedPercentiles(m) {
+		s = append(s, "P"+k+" "+num(m[k]))
+	}
+	return strings.Join(s, " / ")
+}
