@@ -73,8 +73,8 @@ func TestRebuild(t *testing.T) {
 	for _, want := range []string{
 		"| provider | local |",
 		"| `rollout.baseline` | 📝 recorded | ✅ reproduced |",
-		"324/60000 (0.54%) -1: 2",     // documented beside
-		"330/60000 (0.55%) -1: 3",     // measured
+		"324/60000 (0.54%) -1: 2",       // documented beside
+		"330/60000 (0.55%) -1: 3",       // measured
 		"too few requests to show zero", // the all-ok verdict on 120 requests
 		"Durations were scaled by 0.1",
 		"raw: raw/rollout.baseline__sidecar__run1.json",
