@@ -1,0 +1,75 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/meshclaims/meshclaims/framework/claims"
+	"github.com/meshclaims/meshclaims/framework/mode"
+)
+
+// defaultRegistry is relative to the repository root, where make and go run work.
+const defaultRegistry = "testdata/claims.yaml"
+
+func runClaims(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("claims", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	file := fs.String("file", defaultRegistry, "claims registry `file`")
+	validate := fs.Bool("validate", false, "only validate the registry; exit 1 with located errors if broken")
+	modeFlag := fs.String("mode", "all", "list only claims for these modes ("+mode.Accepted()+")")
+	asJSON := fs.Bool("json", false, "print the claims as JSON")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "claims: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	modes, err := mode.Parse(*modeFlag)
+	if err != nil {
+		fmt.Fprintln(stderr, "claims:", err)
+		return 2
+	}
+	reg, err := claims.Load(*file)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	if *validate {
+		fmt.Fprintf(stdout, "%s: %d claims, valid\n", *file, len(reg.Claims))
+		return 0
+	}
+	var list []*claims.Claim
+	for _, c := range reg.Claims {
+		for _, m := range modes {
+			if c.AppliesTo(m) {
+				list = append(list, c)
+				break
+			}
+		}
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(list); err != nil {
+			fmt.Fprintln(stderr, err)
+			return 1
+		}
+		return 0
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tKIND\tMETRIC\tMODES\tSOURCE")
+	for _, c := range list {
+		ms := make([]string, len(c.Modes))
+		for i, m := range c.Modes {
+			ms[i] = string(m)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s %s\n", c.ID, c.Kind, c.Metric, strings.Join(ms, ","), c.Source.Doc, c.Source.Section)
+	}
+	tw.Flush()
+	return 0
+}

@@ -1,0 +1,41 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"path/filepath"
+
+	"github.com/meshclaims/meshclaims/framework/claims"
+	"github.com/meshclaims/meshclaims/framework/report"
+)
+
+func runReport(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("report", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	file := fs.String("file", defaultRegistry, "claims registry `file` to judge with")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() != 1 {
+		fmt.Fprintln(stderr, "usage: meshclaims report [--file F] DIR")
+		return 2
+	}
+	reg, err := claims.Load(*file)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	d, err := report.Open(fs.Arg(0))
+	if err != nil {
+		fmt.Fprintln(stderr, "report:", err)
+		return 1
+	}
+	res, err := d.Rebuild(reg)
+	if err != nil {
+		fmt.Fprintln(stderr, "report:", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "%s, %s: %d entries (%v)\n", filepath.Join(d.Path, "results.json"), filepath.Join(d.Path, "report.md"), len(res.Entries), res.Summary)
+	return 0
+}

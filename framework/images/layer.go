@@ -1,0 +1,207 @@
+package images
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"sort"
+	"strings"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+)
+
+// layerEntry is one file or directory of the image's only layer.
+type layerEntry struct {
+	path     string // absolute, clean
+	dir      bool
+	mode     int64 // permission bits (plus sticky for /tmp)
+	uid, gid int
+	data     []byte
+}
+
+// passwd and group define root and the non-root user, so tools inside the
+// container (and `id`-style lookups by Go's os/user) resolve 65532 to a name.
+var (
+	passwdFile = fmt.Sprintf("root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:%d:%d:nonroot:/home/nonroot:/sbin/nologin\n", NonRootUID, NonRootGID)
+	groupFile  = fmt.Sprintf("root:x:0:\nnonroot:x:%d:\n", NonRootGID)
+)
+
+// layerFiles lists every entry of the layer, parents included, sorted by path.
+func layerFiles(s Spec, binary []byte) ([]layerEntry, error) {
+	byPath := map[string]layerEntry{}
+	add := func(e layerEntry) {
+		// Create missing parents root-owned; an explicit directory entry
+		// (such as /tmp) replaces an implied one.
+		for dir := path.Dir(e.path); dir != "/"; dir = path.Dir(dir) {
+			if _, ok := byPath[dir]; !ok {
+				byPath[dir] = layerEntry{path: dir, dir: true, mode: 0o755}
+			}
+		}
+		byPath[e.path] = e
+	}
+	// Writable scratch space: many programs (and Go's os.TempDir users) expect
+	// /tmp, and the root filesystem is read-only for the non-root user.
+	add(layerEntry{path: "/tmp", dir: true, mode: 0o1777})
+	add(layerEntry{path: "/home/nonroot", dir: true, mode: 0o755, uid: NonRootUID, gid: NonRootGID})
+	add(layerEntry{path: "/etc/passwd", mode: 0o644, data: []byte(passwdFile)})
+	add(layerEntry{path: "/etc/group", mode: 0o644, data: []byte(groupFile)})
+	add(layerEntry{path: s.BinaryPath, mode: 0o755, data: binary})
+	for i, f := range s.ExtraFiles {
+		data := f.Data
+		if f.SourcePath != "" {
+			var err error
+			if data, err = os.ReadFile(f.SourcePath); err != nil {
+				return nil, fmt.Errorf("images: Spec.ExtraFiles[%d] (%s): reading SourcePath: %w", i, f.Path, err)
+			}
+		}
+		mode := int64(f.Mode.Perm())
+		if mode == 0 {
+			mode = 0o644
+		}
+		if existing, ok := byPath[f.Path]; ok && existing.dir {
+			return nil, fmt.Errorf("images: Spec.ExtraFiles[%d].Path %q is a directory of the image", i, f.Path)
+		}
+		add(layerEntry{path: f.Path, mode: mode, data: data})
+	}
+	// A file whose path is the parent of another file cannot exist.
+	for p, e := range byPath {
+		if !e.dir {
+			for q := range byPath {
+				if strings.HasPrefix(q, p+"/") {
+					return nil, fmt.Errorf("images: %q is a file but %q needs it to be a directory", p, q)
+				}
+			}
+		}
+	}
+	entries := make([]layerEntry, 0, len(byPath))
+	for _, e := range byPath {
+		entries = append(entries, e)
+	}
+	// Sorted entries make the tar, and thus the digest, independent of map
+	// order; parents sort before their children.
+	sort.Slice(entries, func(i, j int) bool { return entries[i].path < entries[j].path })
+	return entries, nil
+}
+
+// layerTar writes entries as an uncompressed tar with every timestamp set to
+// created.
+func layerTar(entries []layerEntry, created time.Time) ([]byte, error) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, e := range entries {
+		hdr := &tar.Header{
+			Name:    strings.TrimPrefix(e.path, "/"),
+			Mode:    e.mode,
+			Uid:     e.uid,
+			Gid:     e.gid,
+			ModTime: created,
+			Format:  tar.FormatPAX,
+		}
+		if e.dir {
+			hdr.Typeflag = tar.TypeDir
+			hdr.Name += "/"
+		} else {
+			hdr.Typeflag = tar.TypeReg
+			hdr.Size = int64(len(e.data))
+		}
+		if err := tw.WriteHeader(hdr); err != nil {
+			return nil, fmt.Errorf("tar header for %s: %w", e.path, err)
+		}
+		if !e.dir {
+			if _, err := tw.Write(e.data); err != nil {
+				return nil, fmt.Errorf("tar content of %s: %w", e.path, err)
+			}
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// gzipBytes compresses once, here, so the layer's digest depends only on
+// Go's compress/gzip (deterministic for a given level and Go release) and not
+// on go-containerregistry re-compressing on every read.
+func gzipBytes(data []byte) ([]byte, error) {
+	var buf bytes.Buffer
+	zw, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	if err != nil {
+		return nil, err
+	}
+	// The gzip header's name and mtime stay empty: nothing varies per build.
+	if _, err := zw.Write(data); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// assemble builds the OCI image: one layer on empty.Image, config for a
+// non-root static binary.
+func assemble(s Spec, entries []layerEntry) (v1.Image, error) {
+	raw, err := layerTar(entries, s.Created)
+	if err != nil {
+		return nil, err
+	}
+	compressed, err := gzipBytes(raw)
+	if err != nil {
+		return nil, err
+	}
+	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
+		return io.NopCloser(bytes.NewReader(compressed)), nil
+	}, tarball.WithMediaType(types.OCILayer))
+	if err != nil {
+		return nil, err
+	}
+
+	base := mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), types.OCIConfigJSON)
+	created := v1.Time{Time: s.Created}
+	img, err := mutate.Append(base, mutate.Addendum{
+		Layer: layer,
+		History: v1.History{
+			Created:   created,
+			CreatedBy: "meshclaims images.Build " + s.MainPackage,
+			Comment:   "static Go binary at " + s.BinaryPath,
+		},
+		MediaType: types.OCILayer,
+	})
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := img.ConfigFile()
+	if err != nil {
+		return nil, err
+	}
+	cfg = cfg.DeepCopy()
+	cfg.OS = "linux"
+	cfg.Architecture = s.GOARCH
+	cfg.Created = created
+	cfg.Config.User = fmt.Sprintf("%d:%d", NonRootUID, NonRootGID)
+	cfg.Config.Entrypoint = append([]string(nil), s.Entrypoint...)
+	cfg.Config.Cmd = append([]string(nil), s.Cmd...)
+	cfg.Config.Env = append([]string(nil), s.Env...)
+	cfg.Config.WorkingDir = s.WorkingDir
+	labels := map[string]string{LabelVersion: s.Version}
+	if s.Source != "" {
+		labels[LabelSource] = s.Source
+	}
+	if s.Revision != "" {
+		labels[LabelRevision] = s.Revision
+	}
+	for k, v := range s.Labels {
+		labels[k] = v
+	}
+	cfg.Config.Labels = labels
+	return mutate.ConfigFile(img, cfg)
+}

@@ -1,0 +1,102 @@
+// Package probe asks a client pod to make one request and turns the answer
+// into a claim outcome. The request is made inside the pod (the workload's
+// /probe handler, fixtures/workload/probe), reached from the test host over
+// a port-forward, so what is observed is what the mesh does to that pod's
+// traffic.
+package probe
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"time"
+
+	wp "github.com/meshclaims/meshclaims/fixtures/workload/probe"
+	"github.com/meshclaims/meshclaims/framework/kube"
+)
+
+// Outcome values, the registry's outcome vocabulary.
+const (
+	NoHTTPResponse = "no-http-response" // connected, then reset or EOF
+	Blocked        = "blocked"          // refused, or no answer before the timeout
+)
+
+// Result is one probe's outcome with the in-pod details.
+type Result struct {
+	wp.Result
+	Outcome string
+	Detail  string
+}
+
+// Header returns a response header ("" if absent).
+func (r Result) Header(k string) string {
+	if v := http.Header(r.Headers).Get(k); v != "" {
+		return v
+	}
+	return ""
+}
+
+// Outcome maps an in-pod result to the registry's outcome vocabulary.
+// Timeouts count as blocked whether or not the connect succeeded: in ambient
+// mode the local ztunnel accepts every connect, so a NetworkPolicy drop shows
+// as a read timeout (GUIDE's "i/o timeout").
+func Outcome(r wp.Result) (outcome, detail string) {
+	switch {
+	case r.Status > 0:
+		return fmt.Sprintf("http-%d", r.Status), ""
+	case r.Cause == "reset" || r.Cause == "eof":
+		return NoHTTPResponse, r.Error
+	case r.Cause == "timeout" || r.Cause == "refused":
+		return Blocked, r.Error
+	default:
+		return "error", r.Error
+	}
+}
+
+// Client is a pod that runs the probe handler.
+type Client struct {
+	Namespace string
+	Selector  string // e.g. app=fortio-client
+	Port      int    // the workload's HTTP port (8080)
+}
+
+// From probes target from a pod of client c.
+func From(ctx context.Context, k *kube.Cluster, c Client, target string, timeout time.Duration) (Result, error) {
+	pod, err := k.OneReadyPod(ctx, c.Namespace, c.Selector)
+	if err != nil {
+		return Result{}, err
+	}
+	addr, stop, err := k.PortForward(ctx, c.Namespace, pod.Name, c.Port)
+	if err != nil {
+		return Result{}, err
+	}
+	defer stop()
+	return Via(ctx, "http://"+addr, target, timeout)
+}
+
+// Via asks the probe handler at base (e.g. http://127.0.0.1:PORT) to probe target.
+func Via(ctx context.Context, base, target string, timeout time.Duration) (Result, error) {
+	q := url.Values{"url": {target}, "timeout": {timeout.String()}}
+	ctx, cancel := context.WithTimeout(ctx, timeout+10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/probe?"+q.Encode(), nil)
+	if err != nil {
+		return Result{}, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return Result{}, fmt.Errorf("probe handler at %s: %w", base, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return Result{}, fmt.Errorf("probe handler at %s answered %s", base, resp.Status)
+	}
+	var r Result
+	if err := json.NewDecoder(resp.Body).Decode(&r.Result); err != nil {
+		return Result{}, fmt.Errorf("probe handler at %s: %w", base, err)
+	}
+	r.Outcome, r.Detail = Outcome(r.Result)
+	return r, nil
+}

@@ -1,0 +1,140 @@
+// Package steps holds the scenario steps claim specs are written in: apply
+// these objects for the length of the spec, probe this URL from that client,
+// run this load, restart that Deployment under load. Suites read as
+// declarations because the machinery (port-forwards, log collection, raw
+// results, clean-up) lives here.
+package steps
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/meshclaims/meshclaims/fixtures"
+	"github.com/meshclaims/meshclaims/framework/apply"
+	"github.com/meshclaims/meshclaims/framework/kube"
+	"github.com/meshclaims/meshclaims/framework/probe"
+	"github.com/meshclaims/meshclaims/framework/spec"
+	"github.com/meshclaims/meshclaims/framework/verdict"
+)
+
+// Mesh is what the suite's set-up hands every spec (spec.Env.Cluster).
+type Mesh struct {
+	K       *kube.Cluster
+	Applier *apply.Applier
+	Images  fixtures.Images
+}
+
+// Of returns the Mesh of a run, or an error if the set-up did not provide one.
+func Of(r *spec.Run) (*Mesh, error) {
+	if r.Env == nil {
+		return nil, errors.New("no suite environment: the suite's set-up did not run")
+	}
+	m, ok := r.Env.Cluster.(*Mesh)
+	if !ok || m == nil || m.K == nil {
+		return nil, fmt.Errorf("the suite's set-up provided no cluster (got %T)", r.Env.Cluster)
+	}
+	return m, nil
+}
+
+// Target is the run's mode namespace as a fixtures target.
+func Target(r *spec.Run) fixtures.Target {
+	return fixtures.Target{Namespace: r.Namespace(), Run: r.Env.Config.RunID}
+}
+
+// Apply applies claim-specific objects for the rest of the spec: they are
+// deleted when the spec ends (pass or fail), so one claim's policy never
+// leaks into the next claim's measurement.
+func Apply(ctx context.Context, r *spec.Run, objs ...client.Object) error {
+	m, err := Of(r)
+	if err != nil {
+		return err
+	}
+	if err := m.Applier.Apply(ctx, objs...); err != nil {
+		return err
+	}
+	DeferCleanup(func(ctx SpecContext) error {
+		return m.Applier.Phase(ctx, "delete claim objects of "+r.Claim.ID, func(ctx context.Context) error {
+			var errs []error
+			for i := len(objs) - 1; i >= 0; i-- {
+				if err := client.IgnoreNotFound(m.Applier.Client().Delete(ctx, objs[i])); err != nil {
+					errs = append(errs, err)
+				}
+			}
+			return errors.Join(errs...)
+		})
+	})
+	r.Logf("applied %d claim object(s)", len(objs))
+	return nil
+}
+
+// Settle waits d for a controller (CNI, istiod, ztunnel) to program what was
+// just applied. The wait is the config's, never a spec's own sleep.
+func Settle(ctx context.Context, r *spec.Run, d time.Duration, why string) {
+	r.Logf("waiting %s for %s", d, why)
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}
+
+// InMesh is the mode's fortio client (service account default).
+func InMesh(r *spec.Run) probe.Client {
+	return probe.Client{Namespace: r.Namespace(), Selector: fixtures.LabelApp + "=" + fixtures.ClientName, Port: fixtures.ClientHTTPPort}
+}
+
+// ClientAs is the mode's fortio client running as service account "good" or "bad".
+func ClientAs(r *spec.Run, name string) probe.Client {
+	return probe.Client{Namespace: r.Namespace(), Selector: fixtures.LabelApp + "=" + name, Port: fixtures.ClientHTTPPort}
+}
+
+// Outside is the plaintext client in the namespace outside the mesh.
+func Outside() probe.Client {
+	return probe.Client{Namespace: fixtures.OutsideNamespace, Selector: fixtures.LabelApp + "=" + fixtures.PlaintextName, Port: fixtures.ClientHTTPPort}
+}
+
+// EchoURL is the echo Service as in-mesh clients call it.
+func EchoURL(r *spec.Run) string {
+	return fmt.Sprintf("http://%s.%s:%d/", fixtures.EchoName, r.Namespace(), fixtures.EchoHTTPPort)
+}
+
+// EchoPodURL is one ready echo pod's IP on the app port: what GUIDE's
+// plaintext client called, bypassing the Service.
+func EchoPodURL(ctx context.Context, r *spec.Run, port int) (string, error) {
+	m, err := Of(r)
+	if err != nil {
+		return "", err
+	}
+	pod, err := m.K.OneReadyPod(ctx, r.Namespace(), fixtures.LabelApp+"="+fixtures.EchoName)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("http://%s:%d/", pod.Status.PodIP, port), nil
+}
+
+// Probe makes one request from client c to url inside the cluster.
+func Probe(ctx context.Context, r *spec.Run, c probe.Client, url string) (probe.Result, error) {
+	m, err := Of(r)
+	if err != nil {
+		return probe.Result{}, err
+	}
+	res, err := probe.From(ctx, m.K, c, url, r.Env.Config.Timeouts.Probe)
+	if err != nil {
+		return res, err
+	}
+	r.Logf("probe %s/%s -> %s: %s %s", c.Namespace, c.Selector, url, res.Outcome, res.Detail)
+	return res, nil
+}
+
+// ProbeOutcome is Probe as a measurement.
+func ProbeOutcome(ctx context.Context, r *spec.Run, c probe.Client, url string) (verdict.Measured, error) {
+	res, err := Probe(ctx, r, c, url)
+	if err != nil {
+		return verdict.Measured{}, err
+	}
+	return verdict.Measured{Outcome: res.Outcome, Detail: res.Detail}, nil
+}
