@@ -70,6 +70,8 @@ type Config struct {
 	Images        string // directory of image tarballs; empty = build them
 	Registry      string // push images here (EKS); empty = load into nodes
 	Timeouts      Timeouts
+
+	sharedKubeconfig *flag.Flag
 }
 
 var versionPattern = regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$`)
@@ -80,7 +82,13 @@ func Register(fs *flag.FlagSet) *Config {
 	c := &Config{Timeouts: DefaultTimeouts()}
 	fs.StringVar(&c.ModesFlag, "mode", "ambient-l4", "modes to test: "+mode.Accepted())
 	fs.StringVar(&c.Provider, "provider", "kind", "cluster provider: "+strings.Join(Providers, ", "))
-	fs.StringVar(&c.Kubeconfig, "kubeconfig", "", "kubeconfig for -provider=existing (default $KUBECONFIG or ~/.kube/config)")
+	// controller-runtime registers -kubeconfig on the command line itself
+	// when linked in; share that flag instead of panicking on a redefinition.
+	if f := fs.Lookup("kubeconfig"); f != nil {
+		c.sharedKubeconfig = f
+	} else {
+		fs.StringVar(&c.Kubeconfig, "kubeconfig", "", "kubeconfig for -provider=existing (default $KUBECONFIG or ~/.kube/config)")
+	}
 	fs.StringVar(&c.Context, "context", "", "kubeconfig context for -provider=existing (default: its current context, pinned at start)")
 	fs.StringVar(&c.ClusterName, "cluster-name", "meshclaims", "kind or local cluster name")
 	fs.BoolVar(&c.ReuseCluster, "reuse-cluster", false, "reuse a cluster of that name if it exists")
@@ -103,6 +111,9 @@ func Register(fs *flag.FlagSet) *Config {
 // Validate checks every value and fills derived fields. Its errors name the
 // flag, the bad value and what is accepted; it touches no cluster.
 func (c *Config) Validate(repoRoot string, now time.Time) error {
+	if c.sharedKubeconfig != nil && c.Kubeconfig == "" {
+		c.Kubeconfig = c.sharedKubeconfig.Value.String()
+	}
 	var errs []string
 	bad := func(format string, a ...any) { errs = append(errs, fmt.Sprintf(format, a...)) }
 	modes, err := mode.Parse(c.ModesFlag)

@@ -71,3 +71,20 @@ func TestScale(t *testing.T) {
 		t.Fatalf("1h x 0.01 = %v", got)
 	}
 }
+
+// controller-runtime defines -kubeconfig on the command line when linked in;
+// Register must share it, not panic.
+func TestSharesAnExistingKubeconfigFlag(t *testing.T) {
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	fs.String("kubeconfig", "", "someone else's")
+	c := Register(fs)
+	if err := fs.Parse([]string{"-provider=existing", "-kubeconfig=/tmp/kc"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(repoRoot(), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if c.Kubeconfig != "/tmp/kc" {
+		t.Fatalf("kubeconfig = %q", c.Kubeconfig)
+	}
+}

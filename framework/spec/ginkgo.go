@@ -59,8 +59,11 @@ func execute(ctx SpecContext, p Planned, env *Env) {
 	}
 	v := verdict.Judge(p.Claim, p.Mode, got)
 	if env.Results != nil {
-		rec := report.Record{Claim: p.Claim.ID, Mode: p.Mode, Measured: got, Setup: r.Setup(), Raw: r.Raw(), Evidence: r.Evidence()}
-		Expect(env.Results.Record(rec)).To(Succeed())
+		// Recorded at the very end of the spec (after the failure-evidence
+		// hook), so the record lists the evidence too.
+		DeferCleanup(func() error {
+			return env.Results.Record(report.Record{Claim: p.Claim.ID, Mode: p.Mode, Measured: got, Setup: r.Setup(), Raw: r.Raw(), Evidence: r.Evidence()})
+		})
 	}
 	b, _ := json.Marshal(v)
 	AddReportEntry("verdict", string(b))

@@ -26,7 +26,9 @@ import (
 type Mesh struct {
 	K       *kube.Cluster
 	Applier *apply.Applier
-	Images  fixtures.Images
+	// Options are the fixture options the set-up deployed with; specs that
+	// re-apply a base object (hardening) use the same ones.
+	Options fixtures.Options
 }
 
 // Of returns the Mesh of a run, or an error if the set-up did not provide one.

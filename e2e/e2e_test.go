@@ -1,0 +1,131 @@
+// Package e2e is meshclaims' entry point:
+//
+//	go test ./e2e -mode=ambient-l4                     # kind cluster it creates
+//	go test ./e2e -mode=all -provider=existing -context=eks-qual -timeout=6h
+//	go test ./e2e -mode=sidecar -ginkgo.dry-run -ginkgo.v   # list the specs
+//
+// Flags are validated before anything touches a cluster; the run ends with
+// junit.xml, results.json and report.md in the results directory.
+package e2e
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/meshclaims/meshclaims/framework/claims"
+	"github.com/meshclaims/meshclaims/framework/config"
+	"github.com/meshclaims/meshclaims/framework/evidence"
+	"github.com/meshclaims/meshclaims/framework/mode"
+	"github.com/meshclaims/meshclaims/framework/report"
+	"github.com/meshclaims/meshclaims/framework/setup"
+	"github.com/meshclaims/meshclaims/framework/spec"
+	_ "github.com/meshclaims/meshclaims/suites/all"
+)
+
+var (
+	cfg   = config.Register(flag.CommandLine)
+	reg   *claims.Registry
+	suite *setup.Suite
+)
+
+func repoRoot() string {
+	_, here, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(here), "..")
+}
+
+// TestMain validates every flag before any test runs, so a bad -mode or
+// -provider fails in well under a second with the accepted values.
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if err := cfg.Validate(repoRoot(), time.Now()); err != nil {
+		fmt.Fprintln(os.Stderr, "meshclaims:", err)
+		os.Exit(2)
+	}
+	var err error
+	if reg, err = claims.Load(cfg.ClaimsFile); err != nil {
+		fmt.Fprintln(os.Stderr, "meshclaims:", err)
+		os.Exit(2)
+	}
+	os.Exit(m.Run())
+}
+
+func TestE2E(t *testing.T) {
+	RegisterFailHandler(Fail)
+	planned, err := spec.Plan(reg, spec.Defs(), cfg.Modes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.Build(planned, func() *spec.Env {
+		if suite == nil {
+			return nil
+		}
+		return suite.Env
+	})
+	suiteCfg, repCfg := GinkgoConfiguration()
+	if repCfg.JUnitReport == "" && !suiteCfg.DryRun {
+		repCfg.JUnitReport = filepath.Join(cfg.ResultsDir, "junit.xml")
+	}
+	RunSpecs(t, "meshclaims "+strings.Join(modeNames(cfg.Modes), ","), suiteCfg, repCfg)
+}
+
+var _ = BeforeSuite(func(ctx SpecContext) {
+	var err error
+	suite, err = setup.Up(ctx, cfg, reg, GinkgoWriter)
+	Expect(err).NotTo(HaveOccurred(), "set-up failed; see %s", cfg.ResultsDir)
+}, NodeTimeout(time.Hour))
+
+var _ = AfterSuite(func(ctx SpecContext) {
+	if suite == nil {
+		return
+	}
+	Expect(suite.Down(ctx, anyFailed)).To(Succeed())
+}, NodeTimeout(30*time.Minute))
+
+// anyFailed makes the after-all export the cluster's logs.
+var anyFailed bool
+
+var _ = ReportAfterEach(func(r SpecReport) {
+	if r.Failed() {
+		anyFailed = true
+	}
+})
+
+// On a failed spec, save events, logs and proxy state before anything is
+// cleaned up, and list the files in the JUnit report.
+var _ = JustAfterEach(func(ctx SpecContext) {
+	r := spec.Current()
+	if !CurrentSpecReport().Failed() || suite == nil || suite.Mesh == nil || r == nil {
+		return
+	}
+	name := report.Name(r.Claim.ID, string(r.Mode))
+	dir, err := suite.Results.EvidencePath(name)
+	if err != nil {
+		AddReportEntry("evidence error", err.Error())
+		return
+	}
+	files, err := evidence.Collect(ctx, suite.Mesh.K, dir, suite.Results.Path, r.Namespace(), "meshclaims-outside")
+	for _, f := range files {
+		r.AddEvidence(f)
+	}
+	AddReportEntry("evidence", strings.Join(files, "\n"))
+	if err != nil {
+		AddReportEntry("evidence gaps", err.Error())
+	}
+}, NodeTimeout(5*time.Minute))
+
+func modeNames(ms []mode.Mode) []string {
+	s := make([]string, len(ms))
+	for i, m := range ms {
+		s[i] = string(m)
+	}
+	return s
+}

@@ -1,0 +1,118 @@
+package steps
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/meshclaims/meshclaims/fixtures"
+	"github.com/meshclaims/meshclaims/framework/load"
+	"github.com/meshclaims/meshclaims/framework/spec"
+	"github.com/meshclaims/meshclaims/framework/verdict"
+)
+
+type churnPair struct{ quiet, churned *load.Run }
+
+var churns memo[churnPair]
+
+// ChurnRuns runs SCALE's pattern scaled down to one namespace: a saturating
+// load on echo for 60 s (scaled) without churn, then the same load while the
+// canary Deployments are rescaled every second (SCALE: 85-115 replicas, here
+// 1-3) and the namespace is relabelled every minute. Shared by both SCALE claims.
+func ChurnRuns(ctx context.Context, r *spec.Run) (*load.Run, *load.Run, error) {
+	p, err := churns.get(r.Env.Config.RunID+"/"+string(r.Mode), func() (churnPair, error) {
+		s := load.Spec{URL: EchoURL(r), QPS: 0, Connections: 16, Duration: r.Env.Config.Scale(60*time.Second, 10*time.Second)}
+		quiet, err := Load(ctx, r, InMesh(r), "quiet", s)
+		if err != nil {
+			return churnPair{}, err
+		}
+		stop := startChurn(ctx, r)
+		churned, err := Load(ctx, r, InMesh(r), "churn", s)
+		n, cerr := stop()
+		r.Logf("churn: %d changes", n)
+		if err != nil {
+			return churnPair{}, err
+		}
+		if cerr != nil {
+			return churnPair{}, fmt.Errorf("churn: %w", cerr)
+		}
+		return churnPair{quiet, churned}, nil
+	})
+	return p.quiet, p.churned, err
+}
+
+func startChurn(ctx context.Context, r *spec.Run) func() (int, error) {
+	m, _ := Of(r)
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	var changes int
+	var firstErr error
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for i := 0; ; i++ {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			var err error
+			if i%60 == 59 {
+				patch := fmt.Sprintf(`{"metadata":{"labels":{"meshclaims.io/churn":"%d"}}}`, i)
+				_, err = m.K.Client.CoreV1().Namespaces().Patch(ctx, r.Namespace(), types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+			} else {
+				name := []string{fixtures.CanaryV1Name, fixtures.CanaryV2Name}[rand.IntN(2)]
+				patch := fmt.Sprintf(`{"spec":{"replicas":%d}}`, 1+rand.IntN(3))
+				_, err = m.K.Client.AppsV1().Deployments(r.Namespace()).Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+			}
+			if err != nil && ctx.Err() == nil && firstErr == nil {
+				firstErr = err
+			}
+			changes++
+		}
+	}()
+	return func() (int, error) {
+		cancel()
+		<-done
+		return changes, firstErr
+	}
+}
+
+// Stability is the largest relative change of throughput and P50 from the
+// quiet run to the churned one.
+func Stability(quiet, churned *load.Run) verdict.Measured {
+	qQPS, cQPS := quiet.Result.ActualQPS, churned.Result.ActualQPS
+	qP50, cP50 := Percentiles(quiet)["50"], Percentiles(churned)["50"]
+	d := math.Max(math.Abs(cQPS-qQPS)/qQPS, math.Abs(cP50-qP50)/qP50)
+	return verdict.Measured{Value: verdict.Float64(d), Extra: map[string]float64{
+		"quiet_qps": qQPS, "churn_qps": cQPS, "quiet_p50_ms": qP50, "churn_p50_ms": cP50,
+	}}
+}
+
+// NodeCores is the CPU capacity of the cluster's nodes.
+func NodeCores(ctx context.Context, r *spec.Run) (float64, error) {
+	m, err := Of(r)
+	if err != nil {
+		return 0, err
+	}
+	nodes, err := m.K.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return 0, err
+	}
+	total := resource.NewQuantity(0, resource.DecimalSI)
+	for _, n := range nodes.Items {
+		total.Add(n.Status.Capacity.Cpu().DeepCopy())
+	}
+	cores := float64(total.MilliValue()) / 1000
+	if cores <= 0 {
+		return 0, fmt.Errorf("nodes report no CPU capacity")
+	}
+	return cores, nil
+}

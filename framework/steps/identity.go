@@ -1,0 +1,133 @@
+package steps
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/meshclaims/meshclaims/fixtures"
+	"github.com/meshclaims/meshclaims/framework/spec"
+	"github.com/meshclaims/meshclaims/framework/verdict"
+)
+
+// Identity is what was found of a workload's mesh certificate.
+type Identity struct {
+	Want       string // spiffe://cluster.local/ns/<ns>/sa/default
+	Found      bool   // the proxy's dump names Want
+	Issuer     string // istio-proxy or ztunnel
+	RootShared bool   // every meshed namespace of the run holds the same root
+	Detail     string
+}
+
+// Measured turns the findings into the claim's outcome.
+func (i Identity) Measured() verdict.Measured {
+	out := "not verified"
+	if i.Found && i.RootShared {
+		out = "verified"
+	}
+	return verdict.Measured{Outcome: out, Detail: i.Detail}
+}
+
+// WorkloadIdentity reads echo's certificate from the proxy that holds it:
+// the sidecar's Envoy admin (/certs) or, in ambient, the ztunnel on echo's
+// node (/config_dump on its admin port), and compares the root CA that
+// istiod published in every meshed namespace (ConfigMap istio-ca-root-cert).
+func WorkloadIdentity(ctx context.Context, r *spec.Run) (Identity, error) {
+	m, err := Of(r)
+	if err != nil {
+		return Identity{}, err
+	}
+	id := Identity{Want: fmt.Sprintf("spiffe://cluster.local/ns/%s/sa/default", r.Namespace())}
+	echo, err := m.K.OneReadyPod(ctx, r.Namespace(), fixtures.LabelApp+"="+fixtures.EchoName)
+	if err != nil {
+		return id, err
+	}
+	ns, pod := r.Namespace(), echo.Name
+	path := "/certs"
+	id.Issuer = "istio-proxy"
+	if r.Mode.Ambient() {
+		zt, err := m.K.Client.CoreV1().Pods("istio-system").List(ctx, metav1.ListOptions{LabelSelector: "app=ztunnel", FieldSelector: "spec.nodeName=" + echo.Spec.NodeName})
+		if err != nil || len(zt.Items) == 0 {
+			return id, fmt.Errorf("no ztunnel pod on node %s: %v", echo.Spec.NodeName, err)
+		}
+		ns, pod, path, id.Issuer = "istio-system", zt.Items[0].Name, "/config_dump", "ztunnel"
+	}
+	dump, err := adminGet(ctx, r, ns, pod, 15000, path)
+	if err != nil {
+		return id, err
+	}
+	if err := r.SaveRaw("identity-"+pod, []byte(dump), map[string]string{"pod": ns + "/" + pod, "path": path}); err != nil {
+		return id, err
+	}
+	id.Found = strings.Contains(dump, id.Want)
+
+	roots := map[string][]string{}
+	for _, mm := range r.Env.Config.Modes {
+		if !mm.Meshed() {
+			continue
+		}
+		cm, err := m.K.Client.CoreV1().ConfigMaps(mm.Namespace()).Get(ctx, "istio-ca-root-cert", metav1.GetOptions{})
+		if err != nil {
+			return id, fmt.Errorf("root CA of %s: %w", mm.Namespace(), err)
+		}
+		roots[cm.Data["root-cert.pem"]] = append(roots[cm.Data["root-cert.pem"]], string(mm))
+	}
+	id.RootShared = len(roots) == 1
+	// The workload's own chain must end in that root: the dump carries it.
+	for root := range roots {
+		body := strings.TrimSpace(strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(root), "-----BEGIN CERTIFICATE-----"), "-----END CERTIFICATE-----"))
+		firstLine := strings.SplitN(body, "\n", 2)[0]
+		if firstLine != "" && !strings.Contains(dump, firstLine) && !strings.Contains(dump, "root") {
+			id.RootShared = false
+		}
+	}
+	id.Detail = fmt.Sprintf("issuer %s (%s/%s %s): %s %s; %d distinct root(s) across meshed namespaces %v",
+		id.Issuer, ns, pod, path, id.Want, map[bool]string{true: "found", false: "NOT found"}[id.Found], len(roots), roots2modes(roots))
+	return id, nil
+}
+
+func roots2modes(roots map[string][]string) [][]string {
+	var out [][]string
+	for _, v := range roots {
+		out = append(out, v)
+	}
+	return out
+}
+
+// adminGet reads an admin endpoint (Envoy or ztunnel, port 15000, bound to
+// the pod's loopback) through a port-forward.
+func adminGet(ctx context.Context, r *spec.Run, ns, pod string, port int, path string) (string, error) {
+	m, err := Of(r)
+	if err != nil {
+		return "", err
+	}
+	addr, stop, err := m.K.PortForward(ctx, ns, pod, port)
+	if err != nil {
+		return "", err
+	}
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+path, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("admin %s/%s:%d%s: %w", ns, pod, port, path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("admin %s/%s:%d%s: %s", ns, pod, port, path, resp.Status)
+	}
+	return string(b), err
+}
+
+// AdminDump is adminGet for the evidence collector.
+func AdminDump(ctx context.Context, r *spec.Run, ns, pod, path string) (string, error) {
+	return adminGet(ctx, r, ns, pod, 15000, path)
+}
+

@@ -1,0 +1,131 @@
+package steps
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/meshclaims/meshclaims/framework/load"
+	"github.com/meshclaims/meshclaims/framework/probe"
+	"github.com/meshclaims/meshclaims/framework/spec"
+	"github.com/meshclaims/meshclaims/framework/verdict"
+)
+
+// Load runs a fortio load from client c (through its REST API over a
+// port-forward), keeps the raw JSON and options in the results directory and
+// returns the run with the causes of every -1 read from the client's log.
+func Load(ctx context.Context, r *spec.Run, c probe.Client, name string, s load.Spec) (*load.Run, error) {
+	m, err := Of(r)
+	if err != nil {
+		return nil, err
+	}
+	pod, err := m.K.OneReadyPod(ctx, c.Namespace, c.Selector)
+	if err != nil {
+		return nil, err
+	}
+	addr, stop, err := m.K.PortForward(ctx, c.Namespace, pod.Name, c.Port)
+	if err != nil {
+		return nil, err
+	}
+	defer stop()
+	rawDir, err := os.MkdirTemp("", "meshclaims-load-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(rawDir)
+	eng, err := load.New(load.Config{
+		BaseURL: "http://" + addr + "/fortio/",
+		Logs:    load.PodLogs{Client: m.K.Client, Namespace: c.Namespace, Pod: pod.Name},
+		RawDir:  rawDir,
+	})
+	if err != nil {
+		return nil, err
+	}
+	r.Logf("load %s: %s, %g qps, %d connections, %s", name, s.URL, s.QPS, s.Connections, s.Duration)
+	run, err := eng.Run(ctx, name, s)
+	if err != nil {
+		return nil, fmt.Errorf("load %s: %w", name, err)
+	}
+	opts, _ := os.ReadFile(filepath.Join(rawDir, name+".options.json"))
+	if err := r.SaveRaw(name, run.Raw, jsonRaw(opts)); err != nil {
+		return nil, err
+	}
+	r.Logf("load %s done: %d requests, codes %v, sockets %d, -1 causes %v, dead-socket retries %d",
+		name, run.Result.Requests(), run.Result.RetCodes, run.Result.SocketCount, run.Causes, run.DeadSocketRetries)
+	return run, nil
+}
+
+// jsonRaw passes recorded options through unchanged.
+type jsonRaw []byte
+
+func (j jsonRaw) MarshalJSON() ([]byte, error) {
+	if len(j) == 0 {
+		return []byte("null"), nil
+	}
+	return j, nil
+}
+
+// Steady is GUIDE T5's load (200 qps, 16 connections, 60 s) scaled by the run's
+// -duration-scale, against the mode's echo Service.
+func Steady(r *spec.Run) load.Spec {
+	return load.Spec{
+		URL:         EchoURL(r),
+		QPS:         200,
+		Connections: 16,
+		Duration:    r.Env.Config.Scale(60*time.Second, 5*time.Second),
+	}
+}
+
+// Percentiles returns fortio's percentiles of a run in ms, keyed "50", "99.9".
+func Percentiles(run *load.Run) map[string]float64 {
+	out := map[string]float64{}
+	for _, p := range load.DefaultPercentiles {
+		if v, ok := run.Result.Percentile(p); ok {
+			out[strconv.FormatFloat(p, 'f', -1, 64)] = v * 1000
+		}
+	}
+	return out
+}
+
+// MeanMs is the run's exact mean latency in ms.
+func MeanMs(run *load.Run) float64 {
+	if run.Result.DurationHistogram == nil {
+		return 0
+	}
+	return run.Result.DurationHistogram.Avg * 1000
+}
+
+// Rates turns a run into a rate measurement: code's count (e.g. 503) and -1 of
+// all requests, with sockets and the causes of -1 as extra numbers.
+func Rates(run *load.Run, code int) verdict.Measured {
+	total := run.Result.Requests()
+	m := verdict.Measured{
+		Count:      verdict.Int64(run.Result.RetCodes[code]),
+		Total:      verdict.Int64(total),
+		NoResponse: verdict.Int64(run.SocketErrors()),
+		Extra: map[string]float64{
+			"sockets":             float64(run.Result.SocketCount),
+			"connections":         float64(run.Result.NumThreads),
+			"mean_ms":             MeanMs(run),
+			"dead_socket_retries": float64(run.DeadSocketRetries),
+		},
+	}
+	for cause, n := range run.Causes {
+		m.Extra["no_response_"+string(cause)] = float64(n)
+	}
+	return m
+}
+
+// NonOK counts every answer that is not 200 (the latency.all-ok claim).
+func NonOK(run *load.Run) verdict.Measured {
+	var bad int64
+	for code, n := range run.Result.RetCodes {
+		if code != 200 {
+			bad += n
+		}
+	}
+	return verdict.Measured{Count: verdict.Int64(bad), Total: verdict.Int64(run.Result.Requests())}
+}

@@ -1,0 +1,116 @@
+package steps
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/meshclaims/meshclaims/fixtures"
+	"github.com/meshclaims/meshclaims/framework/mode"
+	"github.com/meshclaims/meshclaims/framework/spec"
+	"github.com/meshclaims/meshclaims/framework/verdict"
+	networkingv1 "k8s.io/api/networking/v1"
+)
+
+// NeedModes requires the given modes to be deployed in this run (a claim that
+// compares two modes needs both).
+func NeedModes(ms ...mode.Mode) spec.Need {
+	return spec.Need{Name: fmt.Sprintf("modes %v in the run", ms), Check: func(_ context.Context, r *spec.Run) error {
+		for _, m := range ms {
+			if !selected(r, m) {
+				return fmt.Errorf("mode %s is not selected (-mode=%s); add it to compare", m, r.Env.Config.ModesFlag)
+			}
+		}
+		return nil
+	}}
+}
+
+// NeedMeshedModes requires at least n meshed modes side by side in this run.
+func NeedMeshedModes(n int) spec.Need {
+	return spec.Need{Name: fmt.Sprintf("%d meshed modes side by side", n), Check: func(_ context.Context, r *spec.Run) error {
+		k := 0
+		for _, m := range r.Env.Config.Modes {
+			if m.Meshed() {
+				k++
+			}
+		}
+		if k < n {
+			return fmt.Errorf("only %d meshed mode(s) selected (-mode=%s); run with e.g. -mode=sidecar,ambient-l4,ambient-l7", k, r.Env.Config.ModesFlag)
+		}
+		return nil
+	}}
+}
+
+func selected(r *spec.Run, m mode.Mode) bool {
+	for _, x := range r.Env.Config.Modes {
+		if x == m {
+			return true
+		}
+	}
+	return false
+}
+
+// NeedNetPol proves the CNI enforces NetworkPolicy before a netpol claim is
+// judged. It is itself a detector with its own negative control: the probe
+// from outside the mesh to the no-mesh echo pod must first answer 200 (the
+// probe can see success), then be blocked under a deny-all ingress policy.
+// Without enforcement every netpol claim would "pass" for the wrong reason.
+var NeedNetPol = spec.Need{Name: "networkpolicy-enforcement", Check: func(ctx context.Context, r *spec.Run) error {
+	if preflight.done {
+		return preflight.err
+	}
+	preflight.done = true
+	preflight.err = netpolPreflight(ctx, r)
+	return preflight.err
+}}
+
+var preflight struct {
+	done bool
+	err  error
+}
+
+func netpolPreflight(ctx context.Context, r *spec.Run) error {
+	m, err := Of(r)
+	if err != nil {
+		return err
+	}
+	base := fixtures.Target{Namespace: mode.None.Namespace(), Run: r.Env.Config.RunID}
+	pod, err := m.K.OneReadyPod(ctx, base.Namespace, fixtures.LabelApp+"="+fixtures.EchoName)
+	if err != nil {
+		return fmt.Errorf("preflight needs the no-mesh baseline's echo: %w", err)
+	}
+	url := fmt.Sprintf("http://%s:%d/", pod.Status.PodIP, fixtures.EchoHTTPPort)
+	before, err := Probe(ctx, r, Outside(), url)
+	if err != nil {
+		return err
+	}
+	if before.Outcome != "http-200" {
+		return fmt.Errorf("preflight probe without any policy got %s (%s), not 200: cannot tell enforcement from a broken path", before.Outcome, before.Detail)
+	}
+	deny := fixtures.NetpolDenyAll(base)
+	if err := m.Applier.Apply(ctx, deny); err != nil {
+		return err
+	}
+	defer m.Applier.Client().Delete(context.WithoutCancel(ctx), deny)
+	Settle(ctx, r, r.Env.Config.Timeouts.NetPolSettle, "the CNI to program the deny-all policy")
+	after, err := Probe(ctx, r, Outside(), url)
+	if err != nil {
+		return err
+	}
+	if after.Outcome != "blocked" && after.Outcome != "no-http-response" {
+		return fmt.Errorf("a deny-all ingress NetworkPolicy on %s/echo did not block traffic (got %s): this cluster's CNI does not enforce NetworkPolicy. "+
+			"On EKS enable it (VPC CNI add-on enableNetworkPolicy: \"true\") and recreate the pods, since enforcement is not retroactive; "+
+			"on kind use kindnet with network policy support (kind >= v0.24) or install an enforcing CNI", base.Namespace, after.Outcome)
+	}
+	r.Logf("preflight: NetworkPolicy is enforced (200 without policy, %s under deny-all)", after.Outcome)
+	return nil
+}
+
+// UnderNetPol applies a NetworkPolicy for the spec, lets the CNI program it,
+// and probes url from the mode's in-mesh client.
+func UnderNetPol(ctx context.Context, r *spec.Run, policy *networkingv1.NetworkPolicy, url string) (verdict.Measured, error) {
+	if err := Apply(ctx, r, policy); err != nil {
+		return verdict.Measured{}, err
+	}
+	Settle(ctx, r, r.Env.Config.Timeouts.NetPolSettle, "the CNI to program the policy")
+	return ProbeOutcome(ctx, r, InMesh(r), url)
+}

@@ -1,0 +1,232 @@
+package steps
+
+import (
+	. "github.com/onsi/ginkgo/v2"
+
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/meshclaims/meshclaims/fixtures"
+	"github.com/meshclaims/meshclaims/fixtures/workload/collector"
+	"github.com/meshclaims/meshclaims/fixtures/workload/orderclient"
+	"github.com/meshclaims/meshclaims/framework/load"
+	"github.com/meshclaims/meshclaims/framework/mode"
+	"github.com/meshclaims/meshclaims/framework/probe"
+	"github.com/meshclaims/meshclaims/framework/rollout"
+	"github.com/meshclaims/meshclaims/framework/spec"
+	"github.com/meshclaims/meshclaims/framework/stats"
+	"github.com/meshclaims/meshclaims/framework/verdict"
+)
+
+// RolloutResult is one T1 run: the load, the restart cycles, and the -1s
+// placed on the cycles' timeline.
+type RolloutResult struct {
+	Load     *load.Run
+	Cycles   []rollout.Cycle
+	PerCycle []int // explained -1s per cycle
+	Before   int   // explained -1s before the first cycle
+}
+
+// Requests is the number of requests of the load.
+func (x *RolloutResult) Requests() int64 { return x.Load.Result.Requests() }
+
+// Count503 is the number of 503 answers.
+func (x *RolloutResult) Count503() int64 { return x.Load.Result.RetCodes[http.StatusServiceUnavailable] }
+
+// Measured is the run as a rate measurement, with cycles and errors per cycle.
+func (x *RolloutResult) Measured() verdict.Measured {
+	m := Rates(x.Load, http.StatusServiceUnavailable)
+	m.Extra["cycles"] = float64(len(x.Cycles))
+	if pc, err := stats.ErrorsPerCycle(x.Count503()+x.Load.SocketErrors(), len(x.Cycles)); err == nil {
+		m.Extra["errors_per_cycle"] = pc.PerCycle
+	}
+	worst := 0
+	for _, n := range x.PerCycle {
+		worst = max(worst, n)
+	}
+	m.Extra["max_no_response_in_a_cycle"] = float64(worst)
+	return m
+}
+
+var rollouts memo[*RolloutResult]
+
+// RolloutLoad is GUIDE T1 in mode m: 100 qps, 16 keep-alive connections,
+// 600 s (scaled), -allow-initial-errors, while deployment/echo is restarted
+// and waited for (60 s limit) again and again until the load ends. With a
+// non-zero hardening, echo is patched first (and restored after). Shared per
+// mode and hardening between rollout.baseline and rollout.l7-vs-sidecar.
+func RolloutLoad(ctx context.Context, r *spec.Run, m mode.Mode, h fixtures.Hardening) (*RolloutResult, error) {
+	key := fmt.Sprintf("%s/%s/%+v", r.Env.Config.RunID, m, h)
+	return rollouts.get(key, func() (*RolloutResult, error) {
+		mesh, err := Of(r)
+		if err != nil {
+			return nil, err
+		}
+		if h.Any() {
+			if err := harden(ctx, r, m, h); err != nil {
+				return nil, err
+			}
+		}
+		dur := r.Env.Config.Scale(600*time.Second, 30*time.Second)
+		s := load.Spec{URL: EchoURLOf(m), QPS: 100, Connections: 16, Duration: dur, AllowInitialErrors: true}
+		r.SetSetup("100 qps, 16 connections, %s, restart loop with %s limit (documented: 600s; -duration-scale=%g); hardening %+v",
+			dur, r.Env.Config.Timeouts.RolloutComplete, r.Env.Config.DurationScale, h)
+		if err := mesh.K.CheckWrite(ctx); err != nil {
+			return nil, err
+		}
+		driver := NewDeploymentDriver(mesh, m.Namespace(), fixtures.EchoName)
+		res, err := underLoad(ctx, r, InMeshOf(r, m), fmt.Sprintf("rollout-%s-%s", m, map[bool]string{false: "baseline", true: "hardened"}[h.Any()]), s, driver)
+		if err != nil {
+			return nil, err
+		}
+		return res, nil
+	})
+}
+
+// underLoad runs the load and, concurrently, the restart loop until the load
+// ends; progress lines say elapsed and remaining time, cycles and errors.
+func underLoad(ctx context.Context, r *spec.Run, c probe.Client, name string, s load.Spec, d rollout.Driver) (*RolloutResult, error) {
+	type loaded struct {
+		run *load.Run
+		err error
+	}
+	done := make(chan loaded, 1)
+	start := time.Now()
+	go func() {
+		run, err := Load(ctx, r, c, name, s)
+		done <- loaded{run, err}
+	}()
+	until := start.Add(s.Duration)
+	cycles, cerr := rollout.Run(ctx, d, until, r.Env.Config.Timeouts.RolloutComplete, func(cy rollout.Cycle) {
+		state := "complete"
+		if cy.Err != nil {
+			state = "NOT complete: " + cy.Error
+		}
+		r.Logf("rollout cycle %d %s in %s; %s elapsed, %s of load left", cy.Index+1, state,
+			cy.Duration().Round(time.Second), time.Since(start).Round(time.Second), max(0, time.Until(until)).Round(time.Second))
+	})
+	l := <-done
+	if l.err != nil {
+		return nil, l.err
+	}
+	if cerr != nil {
+		// A rollout that overran its limit is part of the measurement (GUIDE
+		// kept looping); it is reported, not fatal.
+		r.Logf("rollout loop: %v", cerr)
+	}
+	res := &RolloutResult{Load: l.run, Cycles: cycles}
+	res.PerCycle, res.Before = rollout.CountPerCycle(l.run.FailureTimes(), cycles)
+	r.Logf("%d cycles; 503: %d, -1: %d of %d requests; -1 per cycle %v", len(cycles), res.Count503(), l.run.SocketErrors(), res.Requests(), res.PerCycle)
+	return res, nil
+}
+
+// harden patches mode m's echo with h for the rest of the spec and waits
+// for the rollout; the unhardened echo is restored afterwards.
+func harden(ctx context.Context, r *spec.Run, m mode.Mode, h fixtures.Hardening) error {
+	mesh, err := Of(r)
+	if err != nil {
+		return err
+	}
+	t := fixtures.Target{Namespace: m.Namespace(), Run: r.Env.Config.RunID}
+	o := mesh.Options
+	if err := mesh.Applier.Apply(ctx, fixtures.Harden(fixtures.Echo(t, o.Images, o.EchoReplicas), h)); err != nil {
+		return err
+	}
+	DeferCleanup(func(ctx SpecContext) error {
+		if err := mesh.Applier.Apply(ctx, fixtures.Echo(t, o.Images, o.EchoReplicas)); err != nil {
+			return err
+		}
+		return mesh.K.WaitAvailable(ctx, t.Namespace, r.Env.Config.Timeouts.WorkloadsReady, fixtures.EchoName)
+	})
+	r.Logf("echo hardened: %+v", h)
+	return mesh.K.WaitAvailable(ctx, t.Namespace, r.Env.Config.Timeouts.WorkloadsReady, fixtures.EchoName)
+}
+
+// OrdersDuringRollout is GUIDE T2: reset the collector, let order-client send
+// 20 POST/s for 300 s (scaled) while deployment/order restarts in a loop,
+// then count sent, failed and duplicate executions.
+func OrdersDuringRollout(ctx context.Context, r *spec.Run) (verdict.Measured, error) {
+	mesh, err := Of(r)
+	if err != nil {
+		return verdict.Measured{}, err
+	}
+	ns := r.Namespace()
+	coll := serviceClient{r: r, ns: ns, app: fixtures.CollectorName, port: fixtures.CollectorPort}
+	oc := serviceClient{r: r, ns: ns, app: fixtures.OrderClientName, port: fixtures.OrderClientPort}
+	if err := coll.do(ctx, http.MethodPost, "/reset", nil); err != nil {
+		return verdict.Measured{}, err
+	}
+	var before orderclient.Stats
+	if err := oc.do(ctx, http.MethodGet, "/stats", &before); err != nil {
+		return verdict.Measured{}, err
+	}
+	dur := r.Env.Config.Scale(300*time.Second, 30*time.Second)
+	r.SetSetup("order-client 20 POST/s for %s while order restarts (documented: 300s); collector reset first", dur)
+	driver := NewDeploymentDriver(mesh, ns, fixtures.OrderName)
+	start := time.Now()
+	cycles, lerr := rollout.Run(ctx, driver, start.Add(dur), r.Env.Config.Timeouts.RolloutComplete, func(c rollout.Cycle) {
+		r.Logf("order rollout cycle %d done in %s; %s elapsed, %s left", c.Index+1, c.Duration().Round(time.Second), time.Since(start).Round(time.Second), time.Until(start.Add(dur)).Round(time.Second))
+	})
+	if lerr != nil {
+		r.Logf("rollout loop: %v", lerr)
+	}
+	time.Sleep(5 * time.Second) // let in-flight orders (3 s client timeout) finish
+	var after orderclient.Stats
+	if err := oc.do(ctx, http.MethodGet, "/stats", &after); err != nil {
+		return verdict.Measured{}, err
+	}
+	var dupes collector.Dupes
+	if err := coll.do(ctx, http.MethodGet, "/dupes", &dupes); err != nil {
+		return verdict.Measured{}, err
+	}
+	sent := after.Sent - before.Sent
+	failed := after.Failed - before.Failed
+	extra := map[string]float64{"cycles": float64(len(cycles)), "sent": float64(sent), "client_failures": float64(failed), "collector_ids": float64(dupes.TotalIDs)}
+	for cause, n := range after.FailuresByCause {
+		extra["failures_"+cause] = float64(n - before.FailuresByCause[cause])
+	}
+	return verdict.Measured{Count: verdict.Int64(int64(dupes.DupeCount)), Total: verdict.Int64(sent), Extra: extra}, nil
+}
+
+// serviceClient calls a workload's HTTP API over a port-forward.
+type serviceClient struct {
+	r    *spec.Run
+	ns   string
+	app  string
+	port int
+}
+
+func (s serviceClient) do(ctx context.Context, method, path string, out any) error {
+	m, err := Of(s.r)
+	if err != nil {
+		return err
+	}
+	pod, err := m.K.OneReadyPod(ctx, s.ns, fixtures.LabelApp+"="+s.app)
+	if err != nil {
+		return err
+	}
+	addr, stop, err := m.K.PortForward(ctx, s.ns, pod.Name, s.port)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	req, err := http.NewRequestWithContext(ctx, method, "http://"+addr+path, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("%s %s on %s/%s: %s", method, path, s.ns, pod.Name, resp.Status)
+	}
+	if out == nil {
+		return nil
+	}
+	return json.NewDecoder(resp.Body).Decode(out)
+}

@@ -1,0 +1,116 @@
+package steps
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/meshclaims/meshclaims/fixtures"
+	"github.com/meshclaims/meshclaims/framework/load"
+	"github.com/meshclaims/meshclaims/framework/mode"
+	"github.com/meshclaims/meshclaims/framework/probe"
+	"github.com/meshclaims/meshclaims/framework/spec"
+	"github.com/meshclaims/meshclaims/framework/stats"
+	"github.com/meshclaims/meshclaims/framework/verdict"
+)
+
+// InMeshOf is mode m's fortio client (for baselines measured from a spec of
+// another mode).
+func InMeshOf(r *spec.Run, m mode.Mode) probe.Client {
+	return probe.Client{Namespace: m.Namespace(), Selector: fixtures.LabelApp + "=" + fixtures.ClientName, Port: fixtures.ClientHTTPPort}
+}
+
+// EchoURLOf is mode m's echo Service URL.
+func EchoURLOf(m mode.Mode) string {
+	return fmt.Sprintf("http://%s.%s:%d/", fixtures.EchoName, m.Namespace(), fixtures.EchoHTTPPort)
+}
+
+// RunName names the i-th repeat of a load ("none-run1").
+func RunName(what string, i int) string { return fmt.Sprintf("%s-run%d", what, i+1) }
+
+// memo runs each shared measurement once per run and mode: GUIDE measured
+// percentiles, all-ok and the overhead from the same requests, and the
+// ambient-l7/sidecar ratio from the same rollout runs as rollout.baseline.
+type memo[T any] struct {
+	mu   sync.Mutex
+	done map[string]memoEntry[T]
+}
+
+type memoEntry[T any] struct {
+	v   T
+	err error
+}
+
+func (m *memo[T]) get(key string, f func() (T, error)) (T, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.done == nil {
+		m.done = map[string]memoEntry[T]{}
+	}
+	if e, ok := m.done[key]; ok {
+		return e.v, e.err
+	}
+	v, err := f()
+	m.done[key] = memoEntry[T]{v, err}
+	return v, err
+}
+
+var steady memo[*load.Run]
+
+// SteadyLoad is GUIDE T5's load in mode m, run once per run and shared.
+func SteadyLoad(ctx context.Context, r *spec.Run, m mode.Mode) (*load.Run, error) {
+	return steady.get(r.Env.Config.RunID+"/"+string(m), func() (*load.Run, error) {
+		s := Steady(r)
+		s.URL = EchoURLOf(m)
+		r.SetSetup("%g qps, %d connections, %s (documented: 200 qps, 16, 60s; -duration-scale=%g)", s.QPS, s.Connections, s.Duration, r.Env.Config.DurationScale)
+		return Load(ctx, r, InMeshOf(r, m), "steady-"+string(m), s)
+	})
+}
+
+// LittleCheck adds the Little's-law and resolution check of a run to extra
+// and logs its reason (HYBRID's lesson: coarse histograms lie).
+func LittleCheck(r *spec.Run, run *load.Run, extra map[string]float64) {
+	res := run.Result
+	if res.DurationHistogram == nil {
+		return
+	}
+	p50, _ := res.Percentile(50)
+	req := 0.0
+	fmt.Sscan(res.RequestedQPS, &req)
+	c := stats.LittlesLaw(res.NumThreads, res.ActualQPS, req, res.DurationHistogram.Avg, p50, run.Spec.Resolution, 0.1)
+	ok := 0.0
+	if c.OK() {
+		ok = 1
+	}
+	extra["little_ok"] = ok
+	r.Logf("Little's law: %s", c.Reason)
+}
+
+// Repeat runs one measurement -repeats times; Value is the mean and Runs the
+// per-run values, so the verdict uses their t interval (REVIEW: report spread).
+func Repeat(ctx context.Context, r *spec.Run, f func(ctx context.Context, i int) (float64, map[string]float64, error)) (verdict.Measured, error) {
+	n := r.Env.Config.Repeats
+	var vals []float64
+	extra := map[string]float64{}
+	for i := 0; i < n; i++ {
+		v, ex, err := f(ctx, i)
+		if err != nil {
+			return verdict.Measured{}, err
+		}
+		vals = append(vals, v)
+		for k, x := range ex {
+			extra[fmt.Sprintf("%s_run%d", k, i+1)] = x
+		}
+		r.Logf("repeat %d/%d: %.4g", i+1, n, v)
+	}
+	s, err := stats.Summarize(vals, verdict.Confidence)
+	if err != nil {
+		return verdict.Measured{}, err
+	}
+	m := verdict.Measured{Value: verdict.Float64(s.Mean), Extra: extra}
+	if n > 1 {
+		m.Runs = vals
+		extra["rel_spread"] = s.RelSpread
+	}
+	return m, nil
+}

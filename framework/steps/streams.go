@@ -1,0 +1,115 @@
+package steps
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"time"
+
+	wp "github.com/meshclaims/meshclaims/fixtures/workload/probe"
+	"github.com/meshclaims/meshclaims/framework/probe"
+	"github.com/meshclaims/meshclaims/framework/spec"
+)
+
+// clientGet calls a path of client c's workload over a port-forward and
+// decodes its JSON answer.
+func clientGet(ctx context.Context, r *spec.Run, c probe.Client, path string, q url.Values, timeout time.Duration, out any) error {
+	m, err := Of(r)
+	if err != nil {
+		return err
+	}
+	pod, err := m.K.OneReadyPod(ctx, c.Namespace, c.Selector)
+	if err != nil {
+		return err
+	}
+	addr, stop, err := m.K.PortForward(ctx, c.Namespace, pod.Name, c.Port)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+path+"?"+q.Encode(), nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s/%s %s: %s: %s", c.Namespace, pod.Name, path, resp.Status, body)
+	}
+	if err := r.SaveRaw(fmt.Sprintf("%s%s", pod.Name, path), body, q); err != nil {
+		return err
+	}
+	return json.Unmarshal(body, out)
+}
+
+// Download has client c read one response to its end and report MB/s.
+func Download(ctx context.Context, r *spec.Run, c probe.Client, target string) (wp.Download, error) {
+	var d wp.Download
+	err := clientGet(ctx, r, c, wp.DownloadPath, url.Values{"url": {target}, "timeout": {"5m"}}, 6*time.Minute, &d)
+	if err == nil && (d.Error != "" || d.Status != 200) {
+		err = fmt.Errorf("download of %s from %s: status %d: %s", target, c.Namespace, d.Status, d.Error)
+	}
+	if err == nil {
+		r.Logf("download %s: %d bytes in %.3fs = %.0f MB/s", target, d.Bytes, d.Seconds, d.MBps)
+	}
+	return d, err
+}
+
+// SSEIntervals has client c read an event stream and returns the arrival
+// intervals in ms.
+func SSEIntervals(ctx context.Context, r *spec.Run, c probe.Client, target string) ([]float64, error) {
+	var s wp.SSEIntervals
+	if err := clientGet(ctx, r, c, wp.SSEIntervalsPath, url.Values{"url": {target}, "timeout": {"2m"}}, 3*time.Minute, &s); err != nil {
+		return nil, err
+	}
+	if s.Error != "" {
+		return nil, fmt.Errorf("event stream %s: %s", target, s.Error)
+	}
+	if len(s.IntervalsMs) == 0 {
+		return nil, fmt.Errorf("event stream %s delivered %d events", target, s.Events)
+	}
+	return s.IntervalsMs, nil
+}
+
+// grpcResult is the part of fortio's gRPC runner result the claims need.
+type grpcResult struct {
+	ActualQPS         float64
+	RetCodes          map[string]int64
+	DurationHistogram struct {
+		Count int64
+		Avg   float64
+	}
+}
+
+// GRPCLoad runs fortio's gRPC ping runner from client c against target
+// (host:port) and returns the mean latency in ms. It calls the REST API
+// directly: the load engine speaks the HTTP runner's result format only.
+func GRPCLoad(ctx context.Context, r *spec.Run, c probe.Client, name, target string, qps float64, conns int, d time.Duration) (float64, error) {
+	q := url.Values{
+		"runner": {"grpc"}, "url": {target}, "ping": {"on"}, "qps": {fmt.Sprint(qps)},
+		"c": {fmt.Sprint(conns)}, "t": {d.String()}, "r": {"0.0001"}, "labels": {name},
+	}
+	var res grpcResult
+	if err := clientGet(ctx, r, c, "/fortio/rest/run", q, d+2*time.Minute, &res); err != nil {
+		return 0, err
+	}
+	if res.DurationHistogram.Count == 0 {
+		return 0, fmt.Errorf("gRPC load %s made no calls (codes %v)", name, res.RetCodes)
+	}
+	if bad := res.DurationHistogram.Count - res.RetCodes["SERVING"]; bad > 0 {
+		r.Logf("gRPC load %s: %d of %d calls not SERVING (%v)", name, bad, res.DurationHistogram.Count, res.RetCodes)
+	}
+	return res.DurationHistogram.Avg * 1000, nil
+}

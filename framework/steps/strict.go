@@ -1,0 +1,32 @@
+package steps
+
+import (
+	"context"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	. "github.com/onsi/ginkgo/v2"
+
+	"github.com/meshclaims/meshclaims/fixtures"
+	"github.com/meshclaims/meshclaims/framework/spec"
+)
+
+// WithoutStrict removes the namespace's STRICT PeerAuthentication for the
+// rest of the spec (PERMISSIVE, Istio's default) and puts it back after.
+func WithoutStrict(ctx context.Context, r *spec.Run) error {
+	m, err := Of(r)
+	if err != nil {
+		return err
+	}
+	pa := fixtures.PeerAuthStrict(Target(r))
+	if err := m.Applier.Phase(ctx, "remove STRICT for "+r.Claim.ID, func(ctx context.Context) error {
+		return client.IgnoreNotFound(m.Applier.Client().Delete(ctx, pa))
+	}); err != nil {
+		return err
+	}
+	DeferCleanup(func(ctx SpecContext) error {
+		return m.Applier.Apply(ctx, fixtures.PeerAuthStrict(Target(r)))
+	})
+	Settle(ctx, r, r.Env.Config.Timeouts.NetPolSettle, "istiod to push PERMISSIVE")
+	return nil
+}

@@ -1,0 +1,30 @@
+// Package canary holds GUIDE §5's traffic-splitting claims.
+package canary
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/meshclaims/meshclaims/fixtures"
+	"github.com/meshclaims/meshclaims/framework/spec"
+	"github.com/meshclaims/meshclaims/framework/steps"
+	"github.com/meshclaims/meshclaims/framework/verdict"
+)
+
+// Policy: HTTPRoute on Service echo-canary (GAMMA): 90% v1, 10% v2; one
+// replica each, so a split that is NOT honoured shows the replica share, 50%.
+// Scenario: the in-mesh client calls echo-canary; each answer names its pod.
+// Expectation: honoured with sidecar or waypoint, not with ztunnel alone.
+var _ = spec.Declare(spec.Def{
+	Claim:    "canary.east-west-needs-l7",
+	Area:     "canary",
+	Scenario: "HTTPRoute 90/10 on echo-canary; in-mesh client -> echo-canary, share of v2",
+	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measured, error) {
+		if err := steps.Apply(ctx, r, fixtures.CanaryHTTPRoute(steps.Target(r), fixtures.DefaultSplit)); err != nil {
+			return verdict.Measured{}, err
+		}
+		steps.Settle(ctx, r, r.Env.Config.Timeouts.NetPolSettle, "istiod to push the route")
+		url := fmt.Sprintf("http://%s.%s:%d/debug", fixtures.CanaryName, r.Namespace(), fixtures.EchoHTTPPort)
+		return steps.Split(ctx, r, steps.InMesh(r), url, fixtures.DefaultSplit)
+	},
+})

@@ -1,0 +1,69 @@
+// Package latency holds GUIDE §3's steady-state latency claims (T5). The
+// three specs share one load per mode (steps.SteadyLoad), so percentiles,
+// all-ok and the overhead come from the same requests, as in GUIDE.
+package latency
+
+import (
+	"context"
+
+	"github.com/meshclaims/meshclaims/framework/mode"
+	"github.com/meshclaims/meshclaims/framework/spec"
+	"github.com/meshclaims/meshclaims/framework/stats"
+	"github.com/meshclaims/meshclaims/framework/steps"
+	"github.com/meshclaims/meshclaims/framework/verdict"
+)
+
+// Scenario: fortio 200 qps, 16 connections, 60 s (scaled), fine histogram
+// resolution. Expectation: the T5 table within the tolerance.
+var _ = spec.Declare(spec.Def{
+	Claim:    "latency.percentiles",
+	Area:     "latency",
+	Scenario: "fortio 200 qps x 16 connections x 60 s -> echo:8080; P50..P99.9",
+	Slow:     true,
+	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measured, error) {
+		run, err := steps.SteadyLoad(ctx, r, r.Mode)
+		if err != nil {
+			return verdict.Measured{}, err
+		}
+		m := verdict.Measured{Percentiles: steps.Percentiles(run), Extra: map[string]float64{"mean_ms": steps.MeanMs(run), "qps": run.Result.ActualQPS}}
+		steps.LittleCheck(r, run, m.Extra)
+		return m, nil
+	},
+})
+
+// Scenario: the same load; every answer counted. Expectation: all 200.
+var _ = spec.Declare(spec.Def{
+	Claim:    "latency.all-ok",
+	Area:     "latency",
+	Scenario: "the T5 load: share of answers that are not 200",
+	Slow:     true,
+	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measured, error) {
+		run, err := steps.SteadyLoad(ctx, r, r.Mode)
+		if err != nil {
+			return verdict.Measured{}, err
+		}
+		return steps.NonOK(run), nil
+	},
+})
+
+// Scenario: the T5 load in this mode and in the no-mesh baseline namespace of
+// the same run. Expectation: P50 overhead as GUIDE's decision summary.
+var _ = spec.Declare(spec.Def{
+	Claim:    "latency.p50-overhead",
+	Area:     "latency",
+	Scenario: "P50 of the T5 load minus the no-mesh P50 of the same run",
+	Slow:     true,
+	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measured, error) {
+		base, err := steps.SteadyLoad(ctx, r, mode.None)
+		if err != nil {
+			return verdict.Measured{}, err
+		}
+		run, err := steps.SteadyLoad(ctx, r, r.Mode)
+		if err != nil {
+			return verdict.Measured{}, err
+		}
+		b, v := steps.Percentiles(base)["50"], steps.Percentiles(run)["50"]
+		o := stats.OverheadOf(v, b)
+		return verdict.Measured{Value: verdict.Float64(o.Delta), Extra: map[string]float64{"p50_ms": v, "baseline_p50_ms": b, "factor": o.Factor}}, nil
+	},
+})

@@ -1,0 +1,26 @@
+// Package netpol holds GUIDE §2's NetworkPolicy claims and istio/istio#56659.
+// Every spec first proves the CNI enforces NetworkPolicy (steps.NeedNetPol):
+// without enforcement the claims are meaningless, so they fail, not pass.
+package netpol
+
+import (
+	"context"
+
+	"github.com/meshclaims/meshclaims/fixtures"
+	"github.com/meshclaims/meshclaims/framework/spec"
+	"github.com/meshclaims/meshclaims/framework/steps"
+	"github.com/meshclaims/meshclaims/framework/verdict"
+)
+
+// Policy: ingress to app=echo allows TCP 8080 only.
+// Scenario: the mode's client calls http://echo:8080/.
+// Expectation: sidecar and no mesh 200; ambient blocked (HBONE 15008 is not allowed).
+var _ = spec.Declare(spec.Def{
+	Claim:    "netpol.app-port-only",
+	Area:     "netpol",
+	Scenario: "NetworkPolicy ingress TCP 8080 only; client -> echo:8080",
+	Needs:    []spec.Need{steps.NeedNetPol},
+	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measured, error) {
+		return steps.UnderNetPol(ctx, r, fixtures.NetpolAppPort(steps.Target(r)), steps.EchoURL(r))
+	},
+})

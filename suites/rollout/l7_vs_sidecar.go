@@ -1,0 +1,51 @@
+package rollout
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/meshclaims/meshclaims/fixtures"
+	"github.com/meshclaims/meshclaims/framework/mode"
+	"github.com/meshclaims/meshclaims/framework/spec"
+	"github.com/meshclaims/meshclaims/framework/stats"
+	"github.com/meshclaims/meshclaims/framework/steps"
+	"github.com/meshclaims/meshclaims/framework/verdict"
+)
+
+// Needs: sidecar selected in the same run. Scenario: the T1 baseline runs of
+// ambient-l7 and sidecar (shared with rollout.baseline).
+// Expectation: ambient-l7's 503 rate about 5x sidecar's, with an interval.
+var _ = spec.Declare(spec.Def{
+	Claim:    "rollout.l7-vs-sidecar",
+	Area:     "rollout",
+	Scenario: "ratio of the T1 503 rates, ambient-l7 over sidecar, same run",
+	Needs:    []spec.Need{steps.NeedModes(mode.Sidecar)},
+	Slow:     true,
+	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measured, error) {
+		l7, err := steps.RolloutLoad(ctx, r, mode.AmbientL7, fixtures.Hardening{})
+		if err != nil {
+			return verdict.Measured{}, err
+		}
+		sc, err := steps.RolloutLoad(ctx, r, mode.Sidecar, fixtures.Hardening{})
+		if err != nil {
+			return verdict.Measured{}, err
+		}
+		a, err := stats.Wilson(l7.Count503(), l7.Requests(), verdict.Confidence)
+		if err != nil {
+			return verdict.Measured{}, err
+		}
+		b, err := stats.Wilson(sc.Count503(), sc.Requests(), verdict.Confidence)
+		if err != nil {
+			return verdict.Measured{}, err
+		}
+		m := verdict.Measured{Extra: map[string]float64{"ambient_l7_503": float64(l7.Count503()), "sidecar_503": float64(sc.Count503())}}
+		ratio, err := stats.RateRatio(a, b)
+		if err != nil {
+			// Both rates zero: no ratio exists; the verdict says inconclusive.
+			m.Detail = fmt.Sprintf("no ratio: %v", err)
+			return m, nil
+		}
+		m.Ratio = &ratio
+		return m, nil
+	},
+})

@@ -1,0 +1,51 @@
+// Package scale holds SCALE's claims in the scaled-down form that fits one
+// cluster: a few services under the same churn pattern (rescale one service
+// every second, relabel a namespace every minute).
+package scale
+
+import (
+	"context"
+
+	"github.com/meshclaims/meshclaims/framework/spec"
+	"github.com/meshclaims/meshclaims/framework/steps"
+	"github.com/meshclaims/meshclaims/framework/verdict"
+)
+
+// Scenario: saturating load on echo for 60 s (scaled) without churn, then
+// with churn. Expectation: throughput and P50 under churn within 20% of the
+// quiet run.
+var _ = spec.Declare(spec.Def{
+	Claim:    "scale.churn-stability",
+	Area:     "scale",
+	Scenario: "saturating load on echo, quiet vs under churn (rescale every second, relabel every minute)",
+	Slow:     true,
+	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measured, error) {
+		quiet, churned, err := steps.ChurnRuns(ctx, r)
+		if err != nil {
+			return verdict.Measured{}, err
+		}
+		return steps.Stability(quiet, churned), nil
+	},
+})
+
+// Scenario: the same saturating load under churn; queries per second divided
+// by the CPU cores of the cluster's nodes. Expectation: order of SCALE's
+// 2,178 queries per core (Cilium's comparison is out of scope).
+var _ = spec.Declare(spec.Def{
+	Claim:    "scale.queries-per-core",
+	Area:     "scale",
+	Scenario: "queries per second per node CPU core under churn",
+	Slow:     true,
+	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measured, error) {
+		_, churned, err := steps.ChurnRuns(ctx, r)
+		if err != nil {
+			return verdict.Measured{}, err
+		}
+		cores, err := steps.NodeCores(ctx, r)
+		if err != nil {
+			return verdict.Measured{}, err
+		}
+		qpc := churned.Result.ActualQPS / cores
+		return verdict.Measured{Value: verdict.Float64(qpc), Extra: map[string]float64{"qps": churned.Result.ActualQPS, "cores": cores}}, nil
+	},
+})
