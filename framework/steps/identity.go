@@ -130,4 +130,3 @@ func adminGet(ctx context.Context, r *spec.Run, ns, pod string, port int, path s
 func AdminDump(ctx context.Context, r *spec.Run, ns, pod, path string) (string, error) {
 	return adminGet(ctx, r, ns, pod, 15000, path)
 }
-

@@ -34,7 +34,9 @@ type RolloutResult struct {
 func (x *RolloutResult) Requests() int64 { return x.Load.Result.Requests() }
 
 // Count503 is the number of 503 answers.
-func (x *RolloutResult) Count503() int64 { return x.Load.Result.RetCodes[http.StatusServiceUnavailable] }
+func (x *RolloutResult) Count503() int64 {
+	return x.Load.Result.RetCodes[http.StatusServiceUnavailable]
+}
 
 // Measured is the run as a rate measurement, with cycles and errors per cycle.
 func (x *RolloutResult) Measured() verdict.Measured {
