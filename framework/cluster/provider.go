@@ -1,0 +1,81 @@
+// Package cluster brings up, or attaches to, the Kubernetes cluster a run
+// uses, pins its REST config for the whole run, and guards every phase that
+// writes against the cluster changing underneath (Guard).
+//
+// Two providers: "kind" creates, reuses and deletes a local kind cluster
+// through kind's Go API; "existing" attaches to a cluster named by a
+// kubeconfig and context (EKS release qualification). Both plug into
+// e2e-framework's environment with Setup and Finish.
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"k8s.io/client-go/rest"
+)
+
+// Provider is a cluster a run can use.
+type Provider interface {
+	// Name is the -provider value that selects this provider.
+	Name() string
+	// Start creates the cluster, or reuses/attaches to an existing one, and
+	// resolves the REST config the run will use. It is called once.
+	Start(ctx context.Context) error
+	// RESTConfig is the REST config resolved by Start (a copy each call).
+	// Nothing re-reads the kubeconfig after Start.
+	RESTConfig() *rest.Config
+	// KubeConfig is the kubeconfig file and context Start resolved from;
+	// for humans and tools, and for the Guard's drift detector.
+	KubeConfig() KubeconfigSelector
+	// LoadImage loads an image archive (docker save / OCI tarball) into
+	// every node, so pods can use it without a registry.
+	LoadImage(ctx context.Context, tarball string) error
+	// ExportLogs writes what is needed to debug a failed run into dir.
+	ExportLogs(ctx context.Context, dir string) error
+	// Delete removes the cluster if this provider created it; providers
+	// never delete clusters they only attached to.
+	Delete(ctx context.Context) error
+}
+
+// Provider names accepted by New.
+const (
+	KindName     = "kind"
+	ExistingName = "existing"
+)
+
+// Accepted lists the -provider values this package implements.
+func Accepted() string { return strings.Join([]string{KindName, ExistingName}, ", ") }
+
+// Options configures the provider New builds; each provider reads its part.
+type Options struct {
+	// ClusterName is the kind cluster's name (default "meshclaims").
+	ClusterName string
+	// KindConfig is the kind cluster config file (default
+	// testdata/kind/cluster.yaml, found from the working directory upwards).
+	KindConfig string
+	// NodeImage overrides the kind node image ("" = the config's or kind's).
+	NodeImage string
+	// Reuse lets kind use a cluster of the same name that already exists
+	// instead of refusing to start.
+	Reuse bool
+	// KubeconfigOut is where the kind provider writes the cluster's
+	// kubeconfig (default: a file in the OS temp dir named after the cluster).
+	// The user's ~/.kube/config is never modified.
+	KubeconfigOut string
+	// Kubeconfig and Context select the existing cluster.
+	Kubeconfig KubeconfigSelector
+}
+
+// New builds the provider named by a -provider value.
+func New(name string, o Options) (Provider, error) {
+	switch name {
+	case KindName:
+		return NewKind(o), nil
+	case ExistingName:
+		return NewExisting(o.Kubeconfig), nil
+	default:
+		return nil, fmt.Errorf("unknown -provider=%q; accepted: %s", name, Accepted())
+	}
+}

@@ -1,0 +1,298 @@
+package istio
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+
+	"github.com/meshclaims/meshclaims/framework/apiserver"
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/storage/driver"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// WriteGuard is checked before every phase that writes; framework/cluster's
+// Guard satisfies it.
+type WriteGuard interface {
+	Check(ctx context.Context) error
+}
+
+// Installer installs, verifies and uninstalls Istio on one cluster.
+type Installer struct {
+	cfg   *rest.Config
+	guard WriteGuard
+	opts  Options
+	// Logf receives Helm's progress lines; nil discards them.
+	Logf func(format string, args ...any)
+}
+
+// NewInstaller validates o and returns an installer that talks to the
+// cluster only through cfg, the run's pinned REST config (Helm never reads a
+// kubeconfig here), and checks guard before each write.
+func NewInstaller(cfg *rest.Config, guard WriteGuard, o Options) (*Installer, error) {
+	if cfg == nil {
+		return nil, errors.New("istio installer: nil REST config")
+	}
+	if guard == nil {
+		return nil, errors.New("istio installer: nil write guard; every install writes to a cluster and must be guarded")
+	}
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	return &Installer{cfg: rest.CopyConfig(cfg), guard: guard, opts: o.withDefaults()}, nil
+}
+
+func (i *Installer) logf(format string, args ...any) {
+	if i.Logf != nil {
+		i.Logf(format, args...)
+	}
+}
+
+// Install brings Istio to o.Version in o.Profile: Gateway API CRDs, then each
+// chart (install, or upgrade when the release exists) waiting for its
+// workloads to be ready, then VerifyVersion. With MethodSkip it installs
+// nothing and only verifies.
+func (i *Installer) Install(ctx context.Context) error {
+	if i.opts.Method == MethodSkip {
+		i.logf("istio: -istio-install=skip: verifying the installed Istio only")
+		return i.VerifyVersion(ctx)
+	}
+	if err := i.InstallGatewayAPICRDs(ctx); err != nil {
+		return err
+	}
+	charts, err := ChartsFor(i.opts.Profile)
+	if err != nil {
+		return err
+	}
+	user, err := LoadValuesFile(i.opts.ValuesFile)
+	if err != nil {
+		return err
+	}
+	for _, c := range charts {
+		if err := i.installChart(ctx, c, user[c]); err != nil {
+			return err
+		}
+	}
+	return i.VerifyVersion(ctx)
+}
+
+// installChart installs chart c, or upgrades its release when it exists
+// (a re-run on a kept cluster), and waits for its workloads to be ready.
+func (i *Installer) installChart(ctx context.Context, c Chart, user map[string]any) error {
+	if err := i.guard.Check(ctx); err != nil {
+		return fmt.Errorf("istio: before installing %s: %w", c, err)
+	}
+	ch, err := i.opts.Charts.Load(c, i.opts.Version)
+	if err != nil {
+		return err
+	}
+	cfg, err := i.helmConfig()
+	if err != nil {
+		return err
+	}
+	vals := Values(c, i.opts, user)
+	_, err = cfg.Releases.Last(c.Release())
+	switch {
+	case errors.Is(err, driver.ErrReleaseNotFound):
+		in := action.NewInstall(cfg)
+		in.ReleaseName = c.Release()
+		in.Namespace = i.opts.Namespace
+		in.CreateNamespace = true
+		// Adopt objects that exist without Helm's ownership marks, above all
+		// Istio's CRDs on a cluster where they came from istioctl or from
+		// istio.io/api: the CRDs must match the version being qualified.
+		in.TakeOwnership = true
+		in.Wait = true
+		in.Timeout = i.opts.Timeout
+		i.logf("istio: installing chart %s %s as %s", c, ch.Metadata.Version, c.Release())
+		if _, err := in.RunWithContext(ctx, ch, vals); err != nil {
+			return fmt.Errorf("istio: install %s: %w", c, err)
+		}
+	case err != nil:
+		return fmt.Errorf("istio: release %s: %w", c.Release(), err)
+	default:
+		up := action.NewUpgrade(cfg)
+		up.Namespace = i.opts.Namespace
+		up.TakeOwnership = true
+		up.Wait = true
+		up.Timeout = i.opts.Timeout
+		i.logf("istio: upgrading release %s to chart %s %s", c.Release(), c, ch.Metadata.Version)
+		if _, err := up.RunWithContext(ctx, c.Release(), ch, vals); err != nil {
+			return fmt.Errorf("istio: upgrade %s: %w", c, err)
+		}
+	}
+	return nil
+}
+
+// InstallGatewayAPICRDs server-side applies the Gateway API standard
+// channel (waypoints are Gateways), from Options.GatewayCRDDir or the
+// sigs.k8s.io/gateway-api module this suite is built with.
+func (i *Installer) InstallGatewayAPICRDs(ctx context.Context) error {
+	dir := i.opts.GatewayCRDDir
+	if dir == "" {
+		mod, err := apiserver.ModuleDir("sigs.k8s.io/gateway-api")
+		if err != nil {
+			return fmt.Errorf("istio: Gateway API CRDs: %w", err)
+		}
+		dir = filepath.Join(mod, "config", "crd", "standard")
+	}
+	objs, err := readYAMLDir(dir)
+	if err != nil {
+		return fmt.Errorf("istio: Gateway API CRDs: %w", err)
+	}
+	if err := i.guard.Check(ctx); err != nil {
+		return fmt.Errorf("istio: before applying Gateway API CRDs: %w", err)
+	}
+	a, err := newApplier(i.cfg)
+	if err != nil {
+		return err
+	}
+	for _, u := range objs {
+		if err := a.apply(ctx, u, "", false); err != nil {
+			return fmt.Errorf("istio: Gateway API CRDs from %s: %w", dir, err)
+		}
+	}
+	return nil
+}
+
+// VerifyVersion checks that istiod (and, for ambient, istio-cni and
+// ztunnel) run images of o.Version.
+func (i *Installer) VerifyVersion(ctx context.Context) error {
+	images, err := i.runningImages(ctx)
+	if err != nil {
+		return err
+	}
+	return CheckImageVersions(images, i.opts.Version)
+}
+
+func (i *Installer) runningImages(ctx context.Context) (map[string]string, error) {
+	cs, err := kubernetes.NewForConfig(i.cfg)
+	if err != nil {
+		return nil, err
+	}
+	ns := i.opts.Namespace
+	images := map[string]string{}
+	deps, err := cs.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=istiod"})
+	if err != nil {
+		return nil, fmt.Errorf("istio: listing istiod in %s: %w", ns, err)
+	}
+	if len(deps.Items) == 0 {
+		return nil, fmt.Errorf("istio: no istiod Deployment (label app=istiod) in namespace %s", ns)
+	}
+	for _, d := range deps.Items {
+		for _, c := range d.Spec.Template.Spec.Containers {
+			images["deployment/"+d.Name+"/"+c.Name] = c.Image
+		}
+	}
+	if i.opts.Profile == ProfileAmbient {
+		for _, name := range []string{"ztunnel", "istio-cni-node"} {
+			ds, err := cs.AppsV1().DaemonSets(ns).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return nil, fmt.Errorf("istio: ambient needs DaemonSet %s/%s: %w", ns, name, err)
+			}
+			for _, c := range ds.Spec.Template.Spec.Containers {
+				images["daemonset/"+name+"/"+c.Name] = c.Image
+			}
+		}
+	}
+	return images, nil
+}
+
+// Uninstall removes the releases in reverse install order, waiting for
+// their resources to go. Gateway API CRDs stay: other software may use them,
+// and deleting a CRD deletes every object of its kind.
+func (i *Installer) Uninstall(ctx context.Context) error {
+	if i.opts.Method == MethodSkip {
+		return nil // not ours to remove
+	}
+	charts, err := ChartsFor(i.opts.Profile)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for j := len(charts) - 1; j >= 0; j-- {
+		if err := i.uninstallChart(ctx, charts[j]); err != nil {
+			if errors.Is(err, errGuard) {
+				return err
+			}
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// errGuard marks a guard refusal, which stops everything.
+var errGuard = errors.New("write guard refused")
+
+func (i *Installer) uninstallChart(ctx context.Context, c Chart) error {
+	if err := i.guard.Check(ctx); err != nil {
+		return fmt.Errorf("istio: before uninstalling %s: %w: %w", c, errGuard, err)
+	}
+	cfg, err := i.helmConfig()
+	if err != nil {
+		return err
+	}
+	un := action.NewUninstall(cfg)
+	un.Wait = true
+	un.Timeout = i.opts.Timeout
+	un.IgnoreNotFound = true
+	if _, err := un.Run(c.Release()); err != nil {
+		return fmt.Errorf("istio: uninstall %s: %w", c.Release(), err)
+	}
+	return nil
+}
+
+// helmConfig builds Helm's action configuration on the pinned REST config.
+func (i *Installer) helmConfig() (*action.Configuration, error) {
+	cfg := &action.Configuration{}
+	getter := &pinnedGetter{cfg: i.cfg, namespace: i.opts.Namespace}
+	if err := cfg.Init(getter, i.opts.Namespace, "secret", i.logf); err != nil {
+		return nil, fmt.Errorf("istio: helm: %w", err)
+	}
+	return cfg, nil
+}
+
+// pinnedGetter hands Helm the run's pinned REST config. Helm's usual getter
+// (genericclioptions.ConfigFlags) would read the kubeconfig, which is what a
+// run must never do after start.
+type pinnedGetter struct {
+	cfg       *rest.Config
+	namespace string
+}
+
+var _ genericclioptions.RESTClientGetter = (*pinnedGetter)(nil)
+
+func (g *pinnedGetter) ToRESTConfig() (*rest.Config, error) { return rest.CopyConfig(g.cfg), nil }
+
+func (g *pinnedGetter) ToDiscoveryClient() (discovery.CachedDiscoveryInterface, error) {
+	dc, err := discovery.NewDiscoveryClientForConfig(rest.CopyConfig(g.cfg))
+	if err != nil {
+		return nil, err
+	}
+	return memory.NewMemCacheClient(dc), nil
+}
+
+func (g *pinnedGetter) ToRESTMapper() (meta.RESTMapper, error) {
+	dc, err := g.ToDiscoveryClient()
+	if err != nil {
+		return nil, err
+	}
+	return restmapper.NewDeferredDiscoveryRESTMapper(dc), nil
+}
+
+// ToRawKubeConfigLoader serves only the namespace: an in-memory config, so
+// nothing falls back to reading a kubeconfig from disk.
+func (g *pinnedGetter) ToRawKubeConfigLoader() clientcmd.ClientConfig {
+	return clientcmd.NewDefaultClientConfig(*clientcmdapi.NewConfig(),
+		&clientcmd.ConfigOverrides{Context: clientcmdapi.Context{Namespace: g.namespace}})
+}

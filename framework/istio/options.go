@@ -1,0 +1,184 @@
+// Package istio installs Istio with Helm's Go SDK in the profile a mode
+// needs (default for sidecar, ambient for ambient-l4/l7), installs the
+// Gateway API CRDs waypoints need, waits for readiness, verifies the running
+// version, uninstalls, and applies waypoints. It writes only through the
+// pinned REST config it is given and checks the cluster guard before every
+// phase that writes.
+package istio
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/meshclaims/meshclaims/framework/mode"
+)
+
+// DefaultVersion is the Istio version GUIDE measured.
+const DefaultVersion = "1.30.2"
+
+// DefaultRepoURL is Istio's Helm chart repository.
+const DefaultRepoURL = "https://istio-release.storage.googleapis.com/charts"
+
+// DefaultNamespace is where Istio's control plane, CNI and ztunnel run.
+const DefaultNamespace = "istio-system"
+
+// DefaultHub is where Istio's release images are published.
+const DefaultHub = "docker.io/istio"
+
+// Profile is an Istio Helm profile (the charts' `profile` value).
+type Profile string
+
+const (
+	// ProfileDefault is sidecar mode: istiod injects envoy sidecars.
+	ProfileDefault Profile = "default"
+	// ProfileAmbient is ambient mode: istio-cni and ztunnel on every node.
+	ProfileAmbient Profile = "ambient"
+)
+
+// ParseProfile accepts "default" and "ambient".
+func ParseProfile(s string) (Profile, error) {
+	switch p := Profile(s); p {
+	case ProfileDefault, ProfileAmbient:
+		return p, nil
+	}
+	return "", fmt.Errorf("unknown Istio profile %q; accepted: %s, %s", s, ProfileDefault, ProfileAmbient)
+}
+
+// ProfileFor is the profile a mode needs. Mode none runs no Istio and has
+// no profile.
+func ProfileFor(m mode.Mode) (Profile, error) {
+	switch {
+	case m == mode.Sidecar:
+		return ProfileDefault, nil
+	case m.Ambient():
+		return ProfileAmbient, nil
+	case m == mode.None:
+		return "", fmt.Errorf("mode %q runs no Istio, so it needs no profile; modes with a profile: %s, %s, %s",
+			m, mode.Sidecar, mode.AmbientL4, mode.AmbientL7)
+	}
+	return "", fmt.Errorf("unknown mode %q; accepted: %s", m, mode.Accepted())
+}
+
+// ProfileForModes is the one profile that serves every meshed mode of a
+// run. Ambient's profile also serves sidecar namespaces (GUIDE ran sidecar,
+// ambient-l4 and ambient-l7 side by side in one ambient install:
+// mtls.mixed-namespaces); sidecar-only runs get the default profile.
+// A run of only mode none needs no Istio (ok false).
+func ProfileForModes(modes []mode.Mode) (p Profile, ok bool, err error) {
+	for _, m := range modes {
+		if !m.Valid() {
+			return "", false, fmt.Errorf("unknown mode %q; accepted: %s", m, mode.Accepted())
+		}
+		if !m.Meshed() {
+			continue
+		}
+		mp, err := ProfileFor(m)
+		if err != nil {
+			return "", false, err
+		}
+		if !ok || mp == ProfileAmbient {
+			p, ok = mp, true
+		}
+	}
+	return p, ok, nil
+}
+
+var versionRE = regexp.MustCompile(`^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z][0-9A-Za-z.-]*)?$`)
+
+// ParseVersion checks an Istio release version: MAJOR.MINOR.PATCH with an
+// optional pre-release suffix, as Istio's image tags and chart versions
+// spell it (no leading "v").
+func ParseVersion(s string) (string, error) {
+	if !versionRE.MatchString(s) {
+		return "", fmt.Errorf("malformed Istio version %q; accepted: MAJOR.MINOR.PATCH such as %s, optionally with a pre-release suffix such as 1.31.0-beta.1 (no leading v)", s, DefaultVersion)
+	}
+	return s, nil
+}
+
+// Method is how Istio gets onto the cluster (-istio-install).
+type Method string
+
+const (
+	// MethodHelm installs (or upgrades) with Helm's Go SDK.
+	MethodHelm Method = "helm"
+	// MethodSkip installs nothing: the cluster already has Istio. The
+	// installed version is still verified.
+	MethodSkip Method = "skip"
+)
+
+// ParseMethod accepts "helm" and "skip".
+func ParseMethod(s string) (Method, error) {
+	switch m := Method(s); m {
+	case MethodHelm, MethodSkip:
+		return m, nil
+	}
+	return "", fmt.Errorf("unknown -istio-install=%q; accepted: %s, %s", s, MethodHelm, MethodSkip)
+}
+
+// Options configures an Installer.
+type Options struct {
+	Profile Profile
+	// Version is the Istio version to install and to find running.
+	Version string
+	Method  Method
+	// Charts is where the charts come from.
+	Charts ChartSource
+	// ValuesFile optionally holds per-chart values, keyed by chart name
+	// (base, istiod, cni, ztunnel); see testdata/istio/values.yaml.
+	ValuesFile string
+	// Namespace defaults to istio-system.
+	Namespace string
+	// Hub is the image registry, default docker.io/istio.
+	Hub string
+	// GatewayCRDDir holds the Gateway API standard-channel CRDs; default
+	// the sigs.k8s.io/gateway-api module's config/crd/standard.
+	GatewayCRDDir string
+	// Timeout bounds the wait for each chart's readiness (default 5m).
+	Timeout time.Duration
+}
+
+func (o Options) withDefaults() Options {
+	if o.Version == "" {
+		o.Version = DefaultVersion
+	}
+	if o.Method == "" {
+		o.Method = MethodHelm
+	}
+	if o.Namespace == "" {
+		o.Namespace = DefaultNamespace
+	}
+	if o.Hub == "" {
+		o.Hub = DefaultHub
+	}
+	if o.Timeout == 0 {
+		o.Timeout = 5 * time.Minute
+	}
+	if o.Charts == (ChartSource{}) {
+		o.Charts = ChartSource{RepoURL: DefaultRepoURL}
+	}
+	return o
+}
+
+// Validate checks every option and names the bad value.
+func (o Options) Validate() error {
+	o = o.withDefaults()
+	var errs []string
+	if _, err := ParseProfile(string(o.Profile)); err != nil {
+		errs = append(errs, err.Error())
+	}
+	if _, err := ParseVersion(o.Version); err != nil {
+		errs = append(errs, err.Error())
+	}
+	if _, err := ParseMethod(string(o.Method)); err != nil {
+		errs = append(errs, err.Error())
+	}
+	if err := o.Charts.Validate(); err != nil {
+		errs = append(errs, err.Error())
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("istio options: %s", strings.Join(errs, "; "))
+	}
+	return nil
+}
