@@ -2,38 +2,35 @@ package steps
 
 import (
 	"context"
-	"fmt"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-
 	"github.com/meshclaims/meshclaims/framework/rollout"
+	"github.com/meshclaims/meshclaims/framework/rollout/deployment"
 )
 
-// NewDeploymentDriver is the Kubernetes rollout driver for one Deployment;
-// every restart is a write and passes the cluster guard first.
-func NewDeploymentDriver(m *Mesh, ns, name string) rollout.Driver {
-	return &deploymentDriver{m: m, ns: ns, name: name}
+// NewDeploymentDriver is the Kubernetes rollout driver for one Deployment
+// (framework/rollout/deployment), with the cluster guard asked before every
+// restart: each restart is a write.
+func NewDeploymentDriver(m *Mesh, ns, name string) (rollout.Driver, error) {
+	d, err := deployment.New(m.K.Client, ns, name)
+	if err != nil {
+		return nil, err
+	}
+	return guardedDriver{d: d, m: m}, nil
 }
 
-type deploymentDriver struct {
-	m        *Mesh
-	ns, name string
+type guardedDriver struct {
+	d rollout.Driver
+	m *Mesh
 }
 
-// Restart is `kubectl rollout restart`: a new restartedAt annotation on the
-// pod template.
-func (d *deploymentDriver) Restart(ctx context.Context) error {
-	if err := d.m.K.CheckWrite(ctx); err != nil {
+func (g guardedDriver) Restart(ctx context.Context) error {
+	if err := g.m.K.CheckWrite(ctx); err != nil {
 		return err
 	}
-	patch := fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{"kubectl.kubernetes.io/restartedAt":%q}}}}}`, time.Now().Format(time.RFC3339Nano))
-	_, err := d.m.K.Client.AppsV1().Deployments(d.ns).Patch(ctx, d.name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{FieldManager: "meshclaims"})
-	return err
+	return g.d.Restart(ctx)
 }
 
-// WaitComplete is `kubectl rollout status --timeout`.
-func (d *deploymentDriver) WaitComplete(ctx context.Context, timeout time.Duration) error {
-	return d.m.K.WaitAvailable(ctx, d.ns, timeout, d.name)
+func (g guardedDriver) WaitComplete(ctx context.Context, timeout time.Duration) error {
+	return g.d.WaitComplete(ctx, timeout)
 }

@@ -79,7 +79,10 @@ func RolloutLoad(ctx context.Context, r *spec.Run, m mode.Mode, h fixtures.Harde
 		if err := mesh.K.CheckWrite(ctx); err != nil {
 			return nil, err
 		}
-		driver := NewDeploymentDriver(mesh, m.Namespace(), fixtures.EchoName)
+		driver, err := NewDeploymentDriver(mesh, m.Namespace(), fixtures.EchoName)
+		if err != nil {
+			return nil, err
+		}
 		res, err := underLoad(ctx, r, InMeshOf(r, m), fmt.Sprintf("rollout-%s-%s", m, map[bool]string{false: "baseline", true: "hardened"}[h.Any()]), s, driver)
 		if err != nil {
 			return nil, err
@@ -167,7 +170,10 @@ func OrdersDuringRollout(ctx context.Context, r *spec.Run) (verdict.Measured, er
 	}
 	dur := r.Env.Config.Scale(300*time.Second, 30*time.Second)
 	r.SetSetup("order-client 20 POST/s for %s while order restarts (documented: 300s); collector reset first", dur)
-	driver := NewDeploymentDriver(mesh, ns, fixtures.OrderName)
+	driver, err := NewDeploymentDriver(mesh, ns, fixtures.OrderName)
+	if err != nil {
+		return verdict.Measured{}, err
+	}
 	start := time.Now()
 	cycles, lerr := rollout.Run(ctx, driver, start.Add(dur), r.Env.Config.Timeouts.RolloutComplete, func(c rollout.Cycle) {
 		r.Logf("order rollout cycle %d done in %s; %s elapsed, %s left", c.Index+1, c.Duration().Round(time.Second), time.Since(start).Round(time.Second), time.Until(start.Add(dur)).Round(time.Second))
