@@ -14,14 +14,14 @@ import (
 	"strings"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/portforward"
 	"k8s.io/client-go/transport/spdy"
+
+	"github.com/meshclaims/meshclaims/framework/rollout/deployment"
 )
 
 // WriteGuard is called before every phase that writes (framework/cluster.Guard).
@@ -90,46 +90,19 @@ func podReady(p *corev1.Pod) bool {
 	return false
 }
 
-// WaitAvailable waits until each named Deployment in ns has rolled out: the
-// same condition `kubectl rollout status` uses.
+// WaitAvailable waits until each named Deployment in ns has rolled out,
+// with `kubectl rollout status` semantics (framework/rollout/deployment).
 func (c *Cluster) WaitAvailable(ctx context.Context, ns string, timeout time.Duration, names ...string) error {
 	for _, name := range names {
-		var last string
-		err := wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {
-			d, err := c.Client.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
-			if err != nil {
-				last = err.Error()
-				return false, nil
-			}
-			done, why := RolledOut(d)
-			last = why
-			return done, nil
-		})
+		d, err := deployment.New(c.Client, ns, name)
 		if err != nil {
-			return fmt.Errorf("deployment %s/%s not available within %s: %s", ns, name, timeout, last)
+			return err
+		}
+		if err := d.WaitComplete(ctx, timeout); err != nil {
+			return fmt.Errorf("deployment %s/%s not available within %s: %w", ns, name, timeout, err)
 		}
 	}
 	return nil
-}
-
-// RolledOut reports whether a Deployment's rollout is complete, and if not why.
-func RolledOut(d *appsv1.Deployment) (bool, string) {
-	want := int32(1)
-	if d.Spec.Replicas != nil {
-		want = *d.Spec.Replicas
-	}
-	s := d.Status
-	switch {
-	case s.ObservedGeneration < d.Generation:
-		return false, fmt.Sprintf("observed generation %d < %d", s.ObservedGeneration, d.Generation)
-	case s.UpdatedReplicas < want:
-		return false, fmt.Sprintf("%d of %d replicas updated", s.UpdatedReplicas, want)
-	case s.Replicas > s.UpdatedReplicas:
-		return false, fmt.Sprintf("%d old replicas pending termination", s.Replicas-s.UpdatedReplicas)
-	case s.AvailableReplicas < s.UpdatedReplicas:
-		return false, fmt.Sprintf("%d of %d updated replicas available", s.AvailableReplicas, s.UpdatedReplicas)
-	}
-	return true, "rolled out"
 }
 
 // Logs returns a container's log since a time (zero = all).

@@ -2,6 +2,8 @@ package steps
 
 import (
 	. "github.com/onsi/ginkgo/v2"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"context"
 	"encoding/json"
@@ -164,6 +166,15 @@ func OrdersDuringRollout(ctx context.Context, r *spec.Run) (verdict.Measured, er
 	if err := coll.do(ctx, http.MethodPost, "/reset", nil); err != nil {
 		return verdict.Measured{}, err
 	}
+	// order-client is deployed with 0 replicas (it sends from its first
+	// second): start it only now that the collector is reset, stop it after.
+	if err := scale(ctx, mesh, ns, fixtures.OrderClientName, 1); err != nil {
+		return verdict.Measured{}, err
+	}
+	DeferCleanup(func(ctx SpecContext) error { return scale(ctx, mesh, ns, fixtures.OrderClientName, 0) })
+	if err := mesh.K.WaitAvailable(ctx, ns, r.Env.Config.Timeouts.WorkloadsReady, fixtures.OrderClientName); err != nil {
+		return verdict.Measured{}, err
+	}
 	var before orderclient.Stats
 	if err := oc.do(ctx, http.MethodGet, "/stats", &before); err != nil {
 		return verdict.Measured{}, err
@@ -237,4 +248,13 @@ func (s serviceClient) do(ctx context.Context, method, path string, out any) err
 		return nil
 	}
 	return json.NewDecoder(resp.Body).Decode(out)
+}
+
+// scale sets a Deployment's replicas (a guarded write).
+func scale(ctx context.Context, m *Mesh, ns, name string, replicas int32) error {
+	return m.Applier.Phase(ctx, fmt.Sprintf("scale %s/%s to %d", ns, name, replicas), func(ctx context.Context) error {
+		patch := fmt.Sprintf(`{"spec":{"replicas":%d}}`, replicas)
+		_, err := m.K.Client.AppsV1().Deployments(ns).Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+		return err
+	})
 }

@@ -2,13 +2,16 @@ package all
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/meshclaims/meshclaims/framework/claims"
 	"github.com/meshclaims/meshclaims/framework/mode"
@@ -44,16 +47,8 @@ func TestDeclarationsCoverRegistry(t *testing.T) {
 // dry-run it for each mode with a JSON report, and compare the specs' claim
 // and mode labels with the registry.
 func TestSpecTreeMatchesRegistryPerMode(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the e2e binary")
-	}
 	reg := registry(t)
-	bin := filepath.Join(t.TempDir(), "e2e.test")
-	build := exec.Command("go", "test", "-c", "-o", bin, "./e2e")
-	build.Dir = repoRoot()
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the e2e binary: %v\n%s", err, out)
-	}
+	bin := e2eBinary(t)
 	for _, m := range mode.All() {
 		t.Run(string(m), func(t *testing.T) {
 			rep := filepath.Join(t.TempDir(), "report.json")
@@ -119,4 +114,97 @@ func specClaims(t *testing.T, path string, m mode.Mode) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+var built struct {
+	once sync.Once
+	path string
+	err  error
+	out  []byte
+}
+
+// e2eBinary builds the e2e test binary once per test process.
+func e2eBinary(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds the e2e binary")
+	}
+	built.once.Do(func() {
+		dir, err := os.MkdirTemp("", "meshclaims-e2e-")
+		if err != nil {
+			built.err = err
+			return
+		}
+		built.path = filepath.Join(dir, "e2e.test")
+		cmd := exec.Command("go", "test", "-c", "-o", built.path, "./e2e")
+		cmd.Dir = repoRoot()
+		built.out, built.err = cmd.CombinedOutput()
+	})
+	if built.err != nil {
+		t.Fatalf("building the e2e binary: %v\n%s", built.err, built.out)
+	}
+	return built.path
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if built.path != "" {
+		os.RemoveAll(filepath.Dir(built.path))
+	}
+	os.Exit(code)
+}
+
+// Bad flag values fail before anything touches a cluster, naming the value
+// and what is accepted, with exit code 2.
+func TestBadFlagsFailFast(t *testing.T) {
+	bin := e2eBinary(t)
+	cases := map[string][]string{
+		`unknown mode "bogus"`:                            {"-mode=bogus"},
+		`accepted: none, sidecar, ambient-l4, ambient-l7`: {"-mode=bogus"},
+		`-provider="minikube" is not known`:               {"-provider=minikube"},
+		`-duration-scale=-1 must be in (0, 10]`:           {"-duration-scale=-1"},
+	}
+	for want, args := range cases {
+		results := t.TempDir()
+		start := time.Now()
+		out, err := exec.Command(bin, append(args, "-results="+results)...).CombinedOutput()
+		took := time.Since(start)
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), want) {
+			t.Errorf("%v: exit %v, output:\n%s\nwant %q", args, err, out, want)
+		}
+		if entries, _ := os.ReadDir(results); len(entries) != 0 {
+			t.Errorf("%v: a rejected run wrote results: %v", args, entries)
+		}
+		t.Logf("%v rejected in %s", args, took)
+	}
+}
+
+// Without a container engine the kind provider fails at once, names the
+// alternatives, and the run still leaves a report saying nothing was measured.
+func TestKindWithoutEngineFailsFastWithReport(t *testing.T) {
+	if _, err := exec.Command("docker", "info").CombinedOutput(); err == nil {
+		t.Skip("a container engine runs here; this test is about its absence")
+	}
+	bin := e2eBinary(t)
+	results := t.TempDir()
+	out, err := exec.Command(bin, "-mode=none", "-provider=kind", "-results="+results, "-run-id=nokind").CombinedOutput()
+	if err == nil {
+		t.Fatalf("run without a container engine passed:\n%s", out)
+	}
+	for _, want := range []string{"no container engine", "-provider=existing", "A BeforeSuite node failed"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	md, err := os.ReadFile(filepath.Join(results, "nokind", "report.md"))
+	if err != nil {
+		t.Fatalf("no report after a failed set-up: %v", err)
+	}
+	if !strings.Contains(string(md), "## Not measured in this run") || !strings.Contains(string(md), "`latency.percentiles` (none)") {
+		t.Fatalf("report.md:\n%s", md)
+	}
+	if _, err := os.Stat(filepath.Join(results, "nokind", "junit.xml")); err != nil {
+		t.Fatalf("no junit.xml: %v", err)
+	}
 }
