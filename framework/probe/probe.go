@@ -64,39 +64,80 @@ type Client struct {
 
 // From probes target from a pod of client c.
 func From(ctx context.Context, k *kube.Cluster, c Client, target string, timeout time.Duration) (Result, error) {
+	var r Result
+	err := Forward(ctx, k, c, func(base string) (err error) {
+		r, err = Via(ctx, base, target, timeout)
+		return err
+	})
+	return r, err
+}
+
+// Forward opens a port-forward to a ready pod of client c and calls f with
+// the handler's base URL (http://127.0.0.1:PORT).
+func Forward(ctx context.Context, k *kube.Cluster, c Client, f func(base string) error) error {
 	pod, err := k.OneReadyPod(ctx, c.Namespace, c.Selector)
 	if err != nil {
-		return Result{}, err
+		return err
 	}
 	addr, stop, err := k.PortForward(ctx, c.Namespace, pod.Name, c.Port)
 	if err != nil {
-		return Result{}, err
+		return err
 	}
 	defer stop()
-	return Via(ctx, "http://"+addr, target, timeout)
+	return f("http://" + addr)
 }
 
 // Via asks the probe handler at base (e.g. http://127.0.0.1:PORT) to probe target.
 func Via(ctx context.Context, base, target string, timeout time.Duration) (Result, error) {
-	q := url.Values{"url": {target}, "timeout": {timeout.String()}}
-	ctx, cancel := context.WithTimeout(ctx, timeout+10*time.Second)
+	var r Result
+	err := call(ctx, base, url.Values{"url": {target}, "timeout": {timeout.String()}}, timeout+10*time.Second, &r.Result)
+	r.Outcome, r.Detail = Outcome(r.Result)
+	return r, err
+}
+
+// ManyVia makes n requests to target from the handler at base, each on a
+// fresh connection (so per-connection L4 balancing shows).
+func ManyVia(ctx context.Context, base, target string, n int, timeout time.Duration) ([]Result, error) {
+	var m wp.Many
+	q := url.Values{"url": {target}, "timeout": {timeout.String()}, "n": {fmt.Sprint(n)}}
+	if err := call(ctx, base, q, time.Duration(n)*(timeout+time.Second), &m); err != nil {
+		return nil, err
+	}
+	out := make([]Result, len(m.Results))
+	for i, r := range m.Results {
+		out[i].Result = r
+		out[i].Outcome, out[i].Detail = Outcome(r)
+	}
+	return out, nil
+}
+
+// UntilVia repeats requests from the handler at base until target answers
+// with status want or wait passes; WaitedMs is measured in the pod.
+func UntilVia(ctx context.Context, base, target string, want int, wait, timeout time.Duration) (Result, error) {
+	var r Result
+	q := url.Values{"url": {target}, "timeout": {timeout.String()}, "until": {fmt.Sprint(want)}, "wait": {wait.String()}}
+	err := call(ctx, base, q, wait+timeout+10*time.Second, &r.Result)
+	r.Outcome, r.Detail = Outcome(r.Result)
+	return r, err
+}
+
+func call(ctx context.Context, base string, q url.Values, limit time.Duration, out any) error {
+	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/probe?"+q.Encode(), nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+wp.ProbePath+"?"+q.Encode(), nil)
 	if err != nil {
-		return Result{}, err
+		return err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return Result{}, fmt.Errorf("probe handler at %s: %w", base, err)
+		return fmt.Errorf("probe handler at %s: %w", base, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return Result{}, fmt.Errorf("probe handler at %s answered %s", base, resp.Status)
+		return fmt.Errorf("probe handler at %s answered %s", base, resp.Status)
 	}
-	var r Result
-	if err := json.NewDecoder(resp.Body).Decode(&r.Result); err != nil {
-		return Result{}, fmt.Errorf("probe handler at %s: %w", base, err)
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return fmt.Errorf("probe handler at %s: %w", base, err)
 	}
-	r.Outcome, r.Detail = Outcome(r.Result)
-	return r, nil
+	return nil
 }

@@ -52,6 +52,14 @@ func TestViaOutcomes(t *testing.T) {
 	if _, err := Via(ctx, handler.URL, "ftp://nope", time.Second); err == nil {
 		t.Fatal("bad target accepted")
 	}
+	many, err := ManyVia(ctx, handler.URL, ok.URL, 3, time.Second)
+	if err != nil || len(many) != 3 || many[2].Outcome != "http-200" {
+		t.Fatalf("many: %+v %v", many, err)
+	}
+	u, err := UntilVia(ctx, handler.URL, ok.URL, 200, time.Second, time.Second)
+	if err != nil || u.Outcome != "http-200" || u.Attempts != 1 {
+		t.Fatalf("until: %+v %v", u, err)
+	}
 }
 
 func TestOutcomeMapping(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/meshclaims/meshclaims/fixtures"
+	"github.com/meshclaims/meshclaims/framework/probe"
 	"github.com/meshclaims/meshclaims/framework/spec"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
@@ -60,38 +61,47 @@ func ServiceReadiness(ctx context.Context, r *spec.Run) (verdict.Measured, error
 	}}, nil
 }
 
+// timeServices creates ServiceTrials Services for echo, one after another,
+// and measures how long each takes to answer on its ClusterIP. The client's
+// port-forward is opened first and the polling runs inside the client pod, so
+// the time is create call + in-pod wait, with no port-forward set-up in it.
 func timeServices(ctx context.Context, r *spec.Run, t fixtures.Target, prefix string) ([]float64, error) {
-	m, _ := Of(r)
-	var out []float64
-	for i := 0; i < ServiceTrials; i++ {
-		s := fixtures.WorkloadService(t, fmt.Sprintf("%s-%d", prefix, i), fixtures.EchoHTTPPort)
-		s.Spec.Selector = map[string]string{fixtures.LabelApp: fixtures.EchoName}
-		start := time.Now()
-		if err := m.Applier.Apply(ctx, s); err != nil {
-			return nil, err
-		}
-		got, err := m.K.Client.CoreV1().Services(t.Namespace).Get(ctx, s.Name, metav1.GetOptions{})
-		if err != nil {
-			return nil, err
-		}
-		url := fmt.Sprintf("http://%s:%d/", got.Spec.ClusterIP, fixtures.EchoHTTPPort)
-		deadline := start.Add(r.Env.Config.Timeouts.ServiceReady)
-		for {
-			res, err := Probe(ctx, r, InMesh(r), url)
-			if err == nil && res.Outcome == "http-200" {
-				break
-			}
-			if time.Now().After(deadline) {
-				return nil, fmt.Errorf("Service %s (%s) did not answer within %s", s.Name, url, r.Env.Config.Timeouts.ServiceReady)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		d := time.Since(start).Seconds()
-		out = append(out, d)
-		r.Logf("Service %s answered after %.2fs", s.Name, d)
-		m.Applier.Client().Delete(ctx, s)
+	m, err := Of(r)
+	if err != nil {
+		return nil, err
 	}
-	return out, nil
+	var out []float64
+	err = probe.Forward(ctx, m.K, InMesh(r), func(base string) error {
+		for i := 0; i < ServiceTrials; i++ {
+			s := fixtures.WorkloadService(t, fmt.Sprintf("%s-%d", prefix, i), fixtures.EchoHTTPPort)
+			s.Spec.Selector = map[string]string{fixtures.LabelApp: fixtures.EchoName}
+			start := time.Now()
+			if err := m.Applier.Apply(ctx, s); err != nil {
+				return err
+			}
+			created := time.Now()
+			got, err := m.K.Client.CoreV1().Services(t.Namespace).Get(ctx, s.Name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			url := fmt.Sprintf("http://%s:%d/", got.Spec.ClusterIP, fixtures.EchoHTTPPort)
+			res, err := probe.UntilVia(ctx, base, url, 200, r.Env.Config.Timeouts.ServiceReady, r.Env.Config.Timeouts.Probe)
+			if err != nil {
+				return err
+			}
+			if res.Status != 200 {
+				return fmt.Errorf("Service %s (%s) did not answer 200 within %s: last %s %s", s.Name, url, r.Env.Config.Timeouts.ServiceReady, res.Outcome, res.Detail)
+			}
+			d := created.Sub(start).Seconds() + res.WaitedMs/1000
+			out = append(out, d)
+			r.Logf("Service %s answered after %.2fs (%d attempts)", s.Name, d, res.Attempts)
+			if err := m.Applier.Client().Delete(ctx, s); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return out, err
 }
 
 func median(xs []float64) float64 {

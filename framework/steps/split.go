@@ -20,17 +20,23 @@ import (
 const SplitRequests = 200
 
 // Split calls url (echo's /debug, which names the answering pod) from client
-// c, each on a fresh connection, and judges whether the observed share of v2
-// honours the configured weight: its Wilson interval must contain the weight
-// and exclude the replica share (50%, one pod each), which is what per-
-// connection L4 balancing gives.
+// c SplitRequests times, each on a fresh connection, and judges the share of
+// v2 (JudgeSplit).
 func Split(ctx context.Context, r *spec.Run, c probe.Client, url string, s fixtures.Split) (verdict.Measured, error) {
+	m, err := Of(r)
+	if err != nil {
+		return verdict.Measured{}, err
+	}
+	var results []probe.Result
+	err = probe.Forward(ctx, m.K, c, func(base string) (err error) {
+		results, err = probe.ManyVia(ctx, base, url, SplitRequests, r.Env.Config.Timeouts.Probe)
+		return err
+	})
+	if err != nil {
+		return verdict.Measured{}, err
+	}
 	var v1, v2, other int64
-	for i := 0; i < SplitRequests; i++ {
-		res, err := Probe(ctx, r, c, url)
-		if err != nil {
-			return verdict.Measured{}, err
-		}
+	for _, res := range results {
 		switch {
 		case strings.Contains(res.Body, fixtures.CanaryV2Name+"-"):
 			v2++
@@ -40,21 +46,35 @@ func Split(ctx context.Context, r *spec.Run, c probe.Client, url string, s fixtu
 			other++
 		}
 	}
+	got, err := JudgeSplit(v1, v2, s)
+	if err != nil {
+		return verdict.Measured{}, fmt.Errorf("%d calls to %s: %w", len(results), url, err)
+	}
+	got.Detail += fmt.Sprintf("; %d answers from neither version", other)
+	r.Logf("split: %s", got.Detail)
+	return got, nil
+}
+
+// JudgeSplit decides whether v1/v2 answer counts honour split s: the 95%
+// Wilson interval of v2's share must contain the configured weight and
+// exclude the replica share (50%, one pod each), which is what per-connection
+// L4 balancing gives when no L7 proxy applies the route.
+func JudgeSplit(v1, v2 int64, s fixtures.Split) (verdict.Measured, error) {
 	n := v1 + v2
 	if n == 0 {
-		return verdict.Measured{}, fmt.Errorf("none of %d calls to %s was answered by echo-v1 or echo-v2", SplitRequests, url)
+		return verdict.Measured{}, fmt.Errorf("no answer came from echo-v1 or echo-v2")
 	}
 	share, err := stats.Wilson(v2, n, verdict.Confidence)
 	if err != nil {
 		return verdict.Measured{}, err
 	}
 	weight := float64(s.V2) / float64(s.V1+s.V2)
-	detail := fmt.Sprintf("v2 share %s (configured %.0f%%, replica share 50%%); %d answers from neither", share, weight*100, other)
 	out := "not-honoured"
 	if share.CI.Contains(weight) && !share.CI.Contains(0.5) {
 		out = "honoured"
 	}
-	return verdict.Measured{Outcome: out, Detail: detail, Count: verdict.Int64(v2), Total: verdict.Int64(n)}, nil
+	return verdict.Measured{Outcome: out, Count: verdict.Int64(v2), Total: verdict.Int64(n),
+		Detail: fmt.Sprintf("v2 share %s (configured %.0f%%, replica share 50%%)", share, weight*100)}, nil
 }
 
 // IngressURL is the in-cluster URL of the mode's ingress Gateway Service

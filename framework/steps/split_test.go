@@ -1,0 +1,42 @@
+package steps
+
+import (
+	"testing"
+
+	"github.com/meshclaims/meshclaims/fixtures"
+)
+
+// The split detector: a 90/10 route honoured gives ~10% v2; per-connection
+// L4 balancing over one pod each gives ~50% and must be called not honoured.
+func TestJudgeSplit(t *testing.T) {
+	cases := []struct {
+		v1, v2 int64
+		want   string
+	}{
+		{180, 20, "honoured"},      // 10% of 200
+		{100, 100, "not-honoured"}, // the replica share: the route was ignored
+		{200, 0, "not-honoured"},   // 0% is not 10% (interval excludes it at n=200)
+		{2, 1, "not-honoured"},     // 3 answers cannot exclude 50%
+	}
+	for _, c := range cases {
+		got, err := JudgeSplit(c.v1, c.v2, fixtures.DefaultSplit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Outcome != c.want {
+			t.Errorf("v1=%d v2=%d: %s (%s), want %s", c.v1, c.v2, got.Outcome, got.Detail, c.want)
+		}
+	}
+	if _, err := JudgeSplit(0, 0, fixtures.DefaultSplit); err == nil {
+		t.Fatal("no answers judged")
+	}
+}
+
+func TestMedian(t *testing.T) {
+	if m := median([]float64{3, 1, 2}); m != 2 {
+		t.Fatal(m)
+	}
+	if m := median([]float64{4, 1, 3, 2}); m != 2.5 {
+		t.Fatal(m)
+	}
+}
