@@ -35,6 +35,7 @@ type Run struct {
 	raw   []string
 	setup string
 	evid  []string
+	names map[string]int
 }
 
 // NewRun makes a Run; exported for tests of measure functions.
@@ -58,6 +59,15 @@ func (r *Run) Logf(format string, a ...any) {
 func (r *Run) SaveRaw(name string, data []byte, options any) error {
 	if r.Env == nil || r.Env.Results == nil {
 		return nil
+	}
+	// A name used twice in one spec (stats before and after) gets a
+	// suffix, so no raw result overwrites another.
+	if r.names == nil {
+		r.names = map[string]int{}
+	}
+	r.names[name]++
+	if n := r.names[name]; n > 1 {
+		name = fmt.Sprintf("%s-%d", name, n)
 	}
 	p, err := r.Env.Results.SaveRaw(report.Name(r.Claim.ID, string(r.Mode), name), data, options)
 	if err != nil {

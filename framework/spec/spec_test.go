@@ -9,6 +9,7 @@ import (
 
 	"github.com/meshclaims/meshclaims/framework/claims"
 	"github.com/meshclaims/meshclaims/framework/mode"
+	"github.com/meshclaims/meshclaims/framework/report"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
 
@@ -71,5 +72,23 @@ func TestUnspecified(t *testing.T) {
 	}
 	if len(missing) == 0 || !strings.Contains(strings.Join(missing, ","), "latency.percentiles [none]") {
 		t.Fatalf("missing = %v", missing)
+	}
+}
+
+func TestSaveRawNeverOverwrites(t *testing.T) {
+	reg := registry(t)
+	d, err := report.Create(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := NewRun(reg.MustGet("retry.no-duplicates"), mode.Sidecar, &Env{Results: d}, nil)
+	for _, body := range []string{`{"sent":0}`, `{"sent":9}`} {
+		if err := r.SaveRaw("stats", []byte(body), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	raw := r.Raw()
+	if len(raw) != 2 || raw[0] == raw[1] || !strings.HasSuffix(raw[1], "stats-2.json") {
+		t.Fatalf("raw = %v", raw)
 	}
 }

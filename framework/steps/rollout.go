@@ -6,7 +6,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"time"
@@ -161,9 +160,12 @@ func OrdersDuringRollout(ctx context.Context, r *spec.Run) (verdict.Measured, er
 		return verdict.Measured{}, err
 	}
 	ns := r.Namespace()
-	coll := serviceClient{r: r, ns: ns, app: fixtures.CollectorName, port: fixtures.CollectorPort}
-	oc := serviceClient{r: r, ns: ns, app: fixtures.OrderClientName, port: fixtures.OrderClientPort}
-	if err := coll.do(ctx, http.MethodPost, "/reset", nil); err != nil {
+	coll := probe.Client{Namespace: ns, Selector: fixtures.LabelApp + "=" + fixtures.CollectorName, Port: fixtures.CollectorPort}
+	oc := probe.Client{Namespace: ns, Selector: fixtures.LabelApp + "=" + fixtures.OrderClientName, Port: fixtures.OrderClientPort}
+	call := func(c probe.Client, method, path string, out any) error {
+		return podCall(ctx, r, c, method, path, nil, time.Minute, method == http.MethodGet, out)
+	}
+	if err := call(coll, http.MethodPost, "/reset", nil); err != nil {
 		return verdict.Measured{}, err
 	}
 	// order-client is deployed with 0 replicas (it sends from its first
@@ -176,7 +178,7 @@ func OrdersDuringRollout(ctx context.Context, r *spec.Run) (verdict.Measured, er
 		return verdict.Measured{}, err
 	}
 	var before orderclient.Stats
-	if err := oc.do(ctx, http.MethodGet, "/stats", &before); err != nil {
+	if err := call(oc, http.MethodGet, "/stats", &before); err != nil {
 		return verdict.Measured{}, err
 	}
 	dur := r.Env.Config.Scale(300*time.Second, 30*time.Second)
@@ -194,11 +196,11 @@ func OrdersDuringRollout(ctx context.Context, r *spec.Run) (verdict.Measured, er
 	}
 	time.Sleep(5 * time.Second) // let in-flight orders (3 s client timeout) finish
 	var after orderclient.Stats
-	if err := oc.do(ctx, http.MethodGet, "/stats", &after); err != nil {
+	if err := call(oc, http.MethodGet, "/stats", &after); err != nil {
 		return verdict.Measured{}, err
 	}
 	var dupes collector.Dupes
-	if err := coll.do(ctx, http.MethodGet, "/dupes", &dupes); err != nil {
+	if err := call(coll, http.MethodGet, "/dupes", &dupes); err != nil {
 		return verdict.Measured{}, err
 	}
 	sent := after.Sent - before.Sent
@@ -208,46 +210,6 @@ func OrdersDuringRollout(ctx context.Context, r *spec.Run) (verdict.Measured, er
 		extra["failures_"+cause] = float64(n - before.FailuresByCause[cause])
 	}
 	return verdict.Measured{Count: verdict.Int64(int64(dupes.DupeCount)), Total: verdict.Int64(sent), Extra: extra}, nil
-}
-
-// serviceClient calls a workload's HTTP API over a port-forward.
-type serviceClient struct {
-	r    *spec.Run
-	ns   string
-	app  string
-	port int
-}
-
-func (s serviceClient) do(ctx context.Context, method, path string, out any) error {
-	m, err := Of(s.r)
-	if err != nil {
-		return err
-	}
-	pod, err := m.K.OneReadyPod(ctx, s.ns, fixtures.LabelApp+"="+s.app)
-	if err != nil {
-		return err
-	}
-	addr, stop, err := m.K.PortForward(ctx, s.ns, pod.Name, s.port)
-	if err != nil {
-		return err
-	}
-	defer stop()
-	req, err := http.NewRequestWithContext(ctx, method, "http://"+addr+path, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("%s %s on %s/%s: %s", method, path, s.ns, pod.Name, resp.Status)
-	}
-	if out == nil {
-		return nil
-	}
-	return json.NewDecoder(resp.Body).Decode(out)
 }
 
 // scale sets a Deployment's replicas (a guarded write).

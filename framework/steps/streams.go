@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	wp "github.com/meshclaims/meshclaims/fixtures/workload/probe"
@@ -14,44 +15,53 @@ import (
 	"github.com/meshclaims/meshclaims/framework/spec"
 )
 
-// clientGet calls a path of client c's workload over a port-forward and
-// decodes its JSON answer.
+// clientGet GETs a path of client c's workload over a port-forward, keeps
+// the answer as a raw result and decodes its JSON.
 func clientGet(ctx context.Context, r *spec.Run, c probe.Client, path string, q url.Values, timeout time.Duration, out any) error {
+	return podCall(ctx, r, c, http.MethodGet, path, q, timeout, true, out)
+}
+
+// podCall calls a workload's HTTP API (fortio REST, /download, collector,
+// order-client) over a port-forward; out may be nil. With keep, the answer
+// is saved among the run's raw results.
+func podCall(ctx context.Context, r *spec.Run, c probe.Client, method, path string, q url.Values, timeout time.Duration, keep bool, out any) error {
 	m, err := Of(r)
 	if err != nil {
 		return err
 	}
-	pod, err := m.K.OneReadyPod(ctx, c.Namespace, c.Selector)
-	if err != nil {
-		return err
-	}
-	addr, stop, err := m.K.PortForward(ctx, c.Namespace, pod.Name, c.Port)
-	if err != nil {
-		return err
-	}
-	defer stop()
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+path+"?"+q.Encode(), nil)
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s/%s %s: %s: %s", c.Namespace, pod.Name, path, resp.Status, body)
-	}
-	if err := r.SaveRaw(fmt.Sprintf("%s%s", pod.Name, path), body, q); err != nil {
-		return err
-	}
-	return json.Unmarshal(body, out)
+	return probe.Forward(ctx, m.K, c, func(base string) error {
+		ctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		u := base + path
+		if len(q) > 0 {
+			u += "?" + q.Encode()
+		}
+		req, err := http.NewRequestWithContext(ctx, method, u, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return err
+		}
+		if resp.StatusCode/100 != 2 {
+			return fmt.Errorf("%s %s on %s (%s): %s: %s", method, path, c.Namespace, c.Selector, resp.Status, body)
+		}
+		if keep {
+			if err := r.SaveRaw(strings.TrimPrefix(strings.ReplaceAll(path, "/", "_"), "_"), body, q); err != nil {
+				return err
+			}
+		}
+		if out == nil {
+			return nil
+		}
+		return json.Unmarshal(body, out)
+	})
 }
 
 // Download has client c read one response to its end and report MB/s.
