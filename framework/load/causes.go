@@ -255,3 +255,22 @@ func parseTextLine(line string) (logLine, bool) {
 	}
 	return ll, ll.msg != ""
 }
+
+// Tally counts failure and dead-socket retry lines in log text whatever
+// their run id: a running load's errors so far, for progress output while
+// its run id is not yet known (fortio tells it with the result).
+func Tally(text string) (failures, retries int) {
+	for line := range strings.SplitSeq(text, "\n") {
+		ll, ok := parseLogLine(line)
+		if !ok {
+			continue
+		}
+		switch {
+		case failureMsgs[ll.msg]:
+			failures++
+		case retryMsgs[ll.msg]:
+			retries++
+		}
+	}
+	return failures, retries
+}

@@ -20,6 +20,11 @@ func TestClassifyFormatsAndRunFilter(t *testing.T) {
 {"ts":1700000001.000000,"level":"info","r":12,"file":"periodic.go","line":598,"msg":"Run ended","run":7,"elapsed":1000,"calls":10,"qps":10}
 not a log line at all
 `
+	// Progress tallies every run's lines: 5 failures (warm-up included,
+	// run 8 included) and 2 dead-socket retries.
+	if f, r := Tally(text); f != 5 || r != 2 {
+		t.Errorf("Tally = %d failures, %d retries; want 5, 2", f, r)
+	}
 	a := Classify(text, 7, start)
 	if !a.RunEnded {
 		t.Error("Run ended not seen")

@@ -106,13 +106,14 @@ func underLoad(ctx context.Context, r *spec.Run, c probe.Client, name string, s 
 		done <- loaded{run, err}
 	}()
 	until := start.Add(s.Duration)
+	errorsSoFar := progressTally(ctx, r, c, start)
 	cycles, cerr := rollout.Run(ctx, d, until, r.Env.Config.Timeouts.RolloutComplete, func(cy rollout.Cycle) {
 		state := "complete"
 		if cy.Err != nil {
 			state = "NOT complete: " + cy.Error
 		}
-		r.Logf("rollout cycle %d %s in %s; %s elapsed, %s of load left", cy.Index+1, state,
-			cy.Duration().Round(time.Second), time.Since(start).Round(time.Second), max(0, time.Until(until)).Round(time.Second))
+		r.Logf("rollout cycle %d %s in %s; %s elapsed, %s of load left; %s", cy.Index+1, state,
+			cy.Duration().Round(time.Second), time.Since(start).Round(time.Second), max(0, time.Until(until)).Round(time.Second), errorsSoFar())
 	})
 	l := <-done
 	if l.err != nil {
@@ -219,4 +220,27 @@ func scale(ctx context.Context, m *Mesh, ns, name string, replicas int32) error 
 		_, err := m.K.Client.AppsV1().Deployments(ns).Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
 		return err
 	})
+}
+
+// progressTally returns a function that says how many requests failed (and
+// how many dead sockets fortio silently retried) so far, from the client's
+// log; 503s only appear in the result at the end.
+func progressTally(ctx context.Context, r *spec.Run, c probe.Client, start time.Time) func() string {
+	m, err := Of(r)
+	if err != nil {
+		return func() string { return "errors so far unknown" }
+	}
+	pod, err := m.K.OneReadyPod(ctx, c.Namespace, c.Selector)
+	if err != nil {
+		return func() string { return "errors so far unknown" }
+	}
+	src := load.PodLogs{Client: m.K.Client, Namespace: c.Namespace, Pod: pod.Name}
+	return func() string {
+		text, err := src.Logs(ctx, start, time.Now())
+		if err != nil {
+			return "errors so far unknown (" + err.Error() + ")"
+		}
+		f, rt := load.Tally(text)
+		return fmt.Sprintf("no-response errors so far %d, dead-socket retries %d", f, rt)
+	}
 }
