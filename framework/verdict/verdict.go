@@ -357,6 +357,9 @@ func describeMeasured(m Measured) string {
 		}
 		parts = append(parts, s)
 	}
+	if m.Outcome == "" && m.Detail != "" {
+		parts = append(parts, m.Detail)
+	}
 	if m.Count != nil && m.Total != nil && *m.Total > 0 {
 		parts = append(parts, fmt.Sprintf("%d/%d (%s)", *m.Count, *m.Total, pct(float64(*m.Count)/float64(*m.Total))))
 	}

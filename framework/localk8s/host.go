@@ -1,0 +1,289 @@
+package localk8s
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// HostState is what the wipe looks at: the parts of the host a local
+// cluster may leave something in. Observe fills it from the live host;
+// tests build it by hand.
+type HostState struct {
+	// Processes running on the host (pid, argv, cgroup paths).
+	Processes []HostProcess
+	// Mounts are mount points with their filesystem type.
+	Mounts []Mount
+	// IPTables holds `<binary>-save` output by binary name
+	// ("iptables", "ip6tables"); a binary that fails is absent.
+	IPTables map[string]string
+	// IPSets are the names `ipset list -n` prints.
+	IPSets []string
+	// Links are network interfaces with the bridge they are enslaved to.
+	Links []Link
+	// CgroupDirs are directories under the cgroup mounts named like the
+	// kubelet's pod hierarchy (kubepods, kubepods.slice), recursively.
+	CgroupDirs []string
+	// Sysctls holds the current values of the sysctls Start changes.
+	Sysctls map[string]string
+	// SavedSysctls holds the values recorded before the first Start
+	// (from the state directory), if any.
+	SavedSysctls map[string]string
+	// StateDirExists says whether the state directory is there.
+	StateDirExists bool
+}
+
+// HostProcess is one process.
+type HostProcess struct {
+	PID     int
+	Argv    []string
+	Cgroups []string
+}
+
+// Mount is one mount point.
+type Mount struct {
+	Target, FSType string
+}
+
+// Link is one network interface.
+type Link struct {
+	Name, Master string
+}
+
+// ChangedSysctls are the sysctls Start sets (and the wipe restores): the
+// node routes Service traffic between pods, and the bridge must pass frames
+// through iptables for kube-proxy and kube-router to see them.
+var ChangedSysctls = map[string]string{
+	"net/ipv4/ip_forward":                 "1",
+	"net/bridge/bridge-nf-call-iptables":  "1",
+	"net/bridge/bridge-nf-call-ip6tables": "1",
+}
+
+// Observe reads the host's current state as far as the wipe of c cares.
+func Observe(ctx context.Context, c Config) (HostState, error) {
+	var s HostState
+	var errs []error
+	var err error
+	if s.Processes, err = listProcesses(); err != nil {
+		errs = append(errs, err)
+	}
+	if s.Mounts, err = listMounts(); err != nil {
+		errs = append(errs, err)
+	}
+	s.IPTables = map[string]string{}
+	for _, bin := range []string{"iptables", "ip6tables"} {
+		out, err := run(ctx, bin+"-save")
+		if err == nil {
+			s.IPTables[bin] = out
+		}
+	}
+	if out, err := run(ctx, "ipset", "list", "-n"); err == nil {
+		s.IPSets = strings.Fields(out)
+	}
+	if s.Links, err = listLinks(); err != nil {
+		errs = append(errs, err)
+	}
+	s.CgroupDirs = listKubeCgroups(s.Mounts)
+	s.Sysctls = map[string]string{}
+	for k := range ChangedSysctls {
+		if b, err := os.ReadFile(filepath.Join("/proc/sys", k)); err == nil {
+			s.Sysctls[k] = strings.TrimSpace(string(b))
+		}
+	}
+	s.SavedSysctls, _ = readSavedSysctls(c)
+	_, err = os.Stat(c.StateDir)
+	s.StateDirExists = err == nil
+	return s, errors.Join(errs...)
+}
+
+func run(ctx context.Context, name string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, name, args...)
+	var out, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &stderr
+	if err := cmd.Run(); err != nil {
+		return out.String(), fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return out.String(), nil
+}
+
+func runStdin(ctx context.Context, stdin string, name string, args ...string) error {
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Stdin = strings.NewReader(stdin)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%s %s: %w: %s\ninput:\n%s", name, strings.Join(args, " "), err, strings.TrimSpace(string(out)), stdin)
+	}
+	return nil
+}
+
+func listProcesses() ([]HostProcess, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, err
+	}
+	var out []HostProcess
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		raw, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || len(raw) == 0 {
+			continue // exited, or a kernel thread
+		}
+		p := HostProcess{PID: pid, Argv: strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00")}
+		if cg, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cgroup")); err == nil {
+			for _, line := range strings.Split(strings.TrimSpace(string(cg)), "\n") {
+				if parts := strings.SplitN(line, ":", 3); len(parts) == 3 {
+					p.Cgroups = append(p.Cgroups, parts[2])
+				}
+			}
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+func listMounts() ([]Mount, error) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return ParseMountinfo(f)
+}
+
+// ParseMountinfo reads /proc/<pid>/mountinfo lines.
+func ParseMountinfo(r interface{ Read([]byte) (int, error) }) ([]Mount, error) {
+	var out []Mount
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		// id parent maj:min root mountpoint options [optional...] - fstype source superopts
+		sep := -1
+		for i, f := range fields {
+			if f == "-" {
+				sep = i
+				break
+			}
+		}
+		if len(fields) < 5 || sep < 0 || sep+1 >= len(fields) {
+			return nil, fmt.Errorf("localk8s: malformed mountinfo line %q", sc.Text())
+		}
+		out = append(out, Mount{Target: unescapeMount(fields[4]), FSType: fields[sep+1]})
+	}
+	return out, sc.Err()
+}
+
+// unescapeMount undoes mountinfo's octal escapes (\040 for a space...).
+func unescapeMount(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(v))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+func listLinks() ([]Link, error) {
+	entries, err := os.ReadDir("/sys/class/net")
+	if err != nil {
+		return nil, err
+	}
+	var out []Link
+	for _, e := range entries {
+		l := Link{Name: e.Name()}
+		if m, err := os.Readlink(filepath.Join("/sys/class/net", e.Name(), "master")); err == nil {
+			l.Master = filepath.Base(m)
+		}
+		out = append(out, l)
+	}
+	return out, nil
+}
+
+// kubeCgroupRoots are the top-level cgroup names the kubelet creates with
+// the cgroupfs driver (kubepods) and the systemd driver (kubepods.slice).
+var kubeCgroupRoots = []string{"kubepods", "kubepods.slice"}
+
+func listKubeCgroups(mounts []Mount) []string {
+	var out []string
+	for _, m := range mounts {
+		if m.FSType != "cgroup" && m.FSType != "cgroup2" {
+			continue
+		}
+		for _, root := range kubeCgroupRoots {
+			dir := filepath.Join(m.Target, root)
+			_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+				if err == nil && d.IsDir() {
+					out = append(out, p)
+				}
+				return nil
+			})
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+const savedSysctlsFile = "host-sysctls"
+
+// saveSysctls records the host's values of ChangedSysctls once per state
+// directory: a rerun after a crash must not record the cluster's own values
+// as the host's.
+func saveSysctls(c Config) error {
+	path := filepath.Join(c.StateDir, savedSysctlsFile)
+	if _, err := os.Stat(path); err == nil {
+		return nil
+	}
+	var b strings.Builder
+	keys := make([]string, 0, len(ChangedSysctls))
+	for k := range ChangedSysctls {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		v, err := os.ReadFile(filepath.Join("/proc/sys", k))
+		if err != nil {
+			continue // e.g. bridge sysctls without br_netfilter
+		}
+		fmt.Fprintf(&b, "%s=%s\n", k, strings.TrimSpace(string(v)))
+	}
+	return os.WriteFile(path, []byte(b.String()), 0o644)
+}
+
+func readSavedSysctls(c Config) (map[string]string, error) {
+	b, err := os.ReadFile(filepath.Join(c.StateDir, savedSysctlsFile))
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if k, v, ok := strings.Cut(line, "="); ok {
+			out[k] = v
+		}
+	}
+	return out, nil
+}
+
+func setSysctl(key, value string) error {
+	return os.WriteFile(filepath.Join("/proc/sys", key), []byte(value), 0o644)
+}

@@ -1,0 +1,57 @@
+package rollout
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/meshclaims/meshclaims/fixtures"
+	"github.com/meshclaims/meshclaims/framework/mode"
+	"github.com/meshclaims/meshclaims/framework/spec"
+	"github.com/meshclaims/meshclaims/framework/steps"
+	"github.com/meshclaims/meshclaims/framework/verdict"
+)
+
+// Policy: echo with ONE hardening setting at a time — preStop sleep 10 s;
+// grace period 40 s; and, in sidecar mode, the drain settings.
+// Scenario: the T1 load and restart loop once per setting.
+// Expectation: none documented (REVIEW asks for it); each factor's 503 and
+// -1 rates are recorded beside GUIDE's combined hardened run.
+var _ = spec.Declare(spec.Def{
+	Claim:    "rollout.hardening-factors",
+	Area:     "rollout",
+	Scenario: "the T1 run once per hardening setting alone",
+	Slow:     true,
+	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measured, error) {
+		factors := []struct {
+			name string
+			h    fixtures.Hardening
+		}{
+			{"prestop", fixtures.Hardening{PreStopSleep: true}},
+			{"grace", fixtures.Hardening{GracePeriod: true}},
+		}
+		if r.Mode == mode.Sidecar {
+			factors = append(factors, struct {
+				name string
+				h    fixtures.Hardening
+			}{"sidecar_drain", fixtures.Hardening{SidecarDrain: true}})
+		}
+		m := verdict.Measured{Extra: map[string]float64{}}
+		var parts []string
+		for _, f := range factors {
+			res, err := steps.RolloutLoad(ctx, r, r.Mode, f.h)
+			if err != nil {
+				return verdict.Measured{}, err
+			}
+			fm := res.Measured()
+			m.Extra[f.name+"_503"] = float64(*fm.Count)
+			m.Extra[f.name+"_no_response"] = float64(*fm.NoResponse)
+			m.Extra[f.name+"_requests"] = float64(*fm.Total)
+			m.Extra[f.name+"_cycles"] = fm.Extra["cycles"]
+			m.Extra[f.name+"_sockets"] = fm.Extra["sockets"]
+			parts = append(parts, fmt.Sprintf("%s: 503 %d, -1 %d of %d (%v cycles)", f.name, *fm.Count, *fm.NoResponse, *fm.Total, fm.Extra["cycles"]))
+		}
+		m.Detail = strings.Join(parts, "; ")
+		return m, nil
+	},
+})
