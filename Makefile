@@ -36,9 +36,8 @@ fmt-check: ## fail if any Go file is not gofmt-ed
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './bin/*')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
-vet: ## go vet the suite (and the k8s wrapper module's own code)
+vet: ## go vet every package
 	$(GO) vet ./...
-	$(GO) vet -tags tools ./internal/deps/
 
 test: fmt-check vet k8s-bin ## the test command: gofmt, vet, every test that runs here
 	@charts="$(ISTIO_CHARTS)"; test -n "$$charts" || { echo "cannot download $(ISTIO_MODULE) for Istio's charts"; exit 1; }; \
