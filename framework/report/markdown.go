@@ -92,7 +92,7 @@ func Markdown(w io.Writer, res *Results, reg *claims.Registry) error {
 		}
 		var details []Entry
 		for _, e := range rows {
-			if e.Setup != "" || len(e.Raw) > 0 || len(e.Evidence) > 0 {
+			if e.Setup != "" || e.Where != "" || len(e.Raw) > 0 || len(e.Evidence) > 0 {
 				details = append(details, e)
 			}
 		}
@@ -100,6 +100,9 @@ func Markdown(w io.Writer, res *Results, reg *claims.Registry) error {
 			p("\n<details><summary>setups, raw results and evidence (%s)</summary>\n\n", m)
 			for _, e := range details {
 				p("- `%s`: %s", e.Claim, dash(e.Setup))
+				if e.Where != "" {
+					p("; ran on %s", e.Where)
+				}
 				if len(e.Raw) > 0 {
 					p("; raw: %s", strings.Join(e.Raw, ", "))
 				}

@@ -34,7 +34,7 @@ func sampleDir(t *testing.T) *Dir {
 		t.Fatal(err)
 	}
 	for _, r := range []Record{
-		{Claim: "rollout.baseline", Mode: mode.Sidecar, Setup: "100 qps, 16 conns, 60s", Raw: []string{raw},
+		{Claim: "rollout.baseline", Mode: mode.Sidecar, Setup: "100 qps, 16 conns, 60s", Raw: []string{raw}, Where: "local (https://127.0.0.1:6443), Kubernetes v1.36.3",
 			Measured: verdict.Measured{Count: verdict.Int64(330), Total: verdict.Int64(60000), NoResponse: verdict.Int64(3)}},
 		{Claim: "rollout.baseline", Mode: mode.None, Measured: verdict.Measured{Count: verdict.Int64(0), Total: verdict.Int64(6000), NoResponse: verdict.Int64(7)}},
 		{Claim: "latency.all-ok", Mode: mode.None, Measured: verdict.Measured{Count: verdict.Int64(0), Total: verdict.Int64(120)}},
@@ -78,6 +78,7 @@ func TestRebuild(t *testing.T) {
 		"too few requests to show zero", // the all-ok verdict on 120 requests
 		"Durations were scaled by 0.1",
 		"raw: raw/rollout.baseline__sidecar__run1.json",
+		"ran on local (https://127.0.0.1:6443), Kubernetes v1.36.3",
 		"## Not measured in this run",
 	} {
 		if !strings.Contains(string(md), want) {

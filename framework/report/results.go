@@ -58,6 +58,9 @@ type Record struct {
 	Setup    string   `json:"setup,omitempty"`
 	Raw      []string `json:"raw,omitempty"`      // paths relative to the results directory
 	Evidence []string `json:"evidence,omitempty"` // idem
+	// Where the measurement ran: provider, API server, Kubernetes and Istio
+	// versions (a kind laptop, a local host cluster and EKS differ).
+	Where string `json:"where,omitempty"`
 }
 
 // Entry is one judged claim in one mode.
@@ -71,6 +74,7 @@ type Entry struct {
 	Measure  verdict.Measured `json:"measurement"`
 	Raw      []string         `json:"raw,omitempty"`
 	Evidence []string         `json:"evidence,omitempty"`
+	Where    string           `json:"where,omitempty"`
 }
 
 // Results is results.json.
@@ -190,7 +194,7 @@ func Judge(env Environment, records []Record, reg *claims.Registry) (*Results, e
 		v := verdict.Judge(c, r.Mode, r.Measured)
 		res.Entries = append(res.Entries, Entry{
 			Verdict: v, Title: c.Title, Source: c.Source.Doc + " " + c.Source.Section,
-			Kind: c.Kind, Metric: c.Metric, Setup: r.Setup, Measure: r.Measured, Raw: r.Raw, Evidence: r.Evidence,
+			Kind: c.Kind, Metric: c.Metric, Setup: r.Setup, Measure: r.Measured, Raw: r.Raw, Evidence: r.Evidence, Where: r.Where,
 		})
 		res.Summary[v.Result]++
 	}
