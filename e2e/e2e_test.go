@@ -46,6 +46,13 @@ func repoRoot() string {
 // -provider fails in well under a second with the accepted values.
 func TestMain(m *testing.M) {
 	flag.Parse()
+	// go test passes -test.timeout=10m unless told otherwise, which would
+	// kill a live run midway (and leave its cluster behind). Raise go's
+	// default, and only its default, for runs that are not dry runs.
+	if t := flag.Lookup("test.timeout"); t != nil && t.Value.String() == "10m0s" && !flagSet("ginkgo.dry-run") {
+		_ = flag.Set("test.timeout", liveTimeout.String())
+		fmt.Fprintf(os.Stderr, "meshclaims: go test's default 10m timeout raised to %s for a live run; pass -timeout to choose another\n", liveTimeout)
+	}
 	if err := cfg.Validate(repoRoot(), time.Now()); err != nil {
 		fmt.Fprintln(os.Stderr, "meshclaims:", err)
 		os.Exit(2)
@@ -71,6 +78,11 @@ func TestE2E(t *testing.T) {
 		return suite.Env
 	})
 	suiteCfg, repCfg := GinkgoConfiguration()
+	if !flagSet("ginkgo.timeout") {
+		// Ginkgo's default suite timeout is 1h; a full run of the documented
+		// setups (600 s rollouts per mode and hardening) takes longer.
+		suiteCfg.Timeout = liveTimeout
+	}
 	if repCfg.JUnitReport == "" && !suiteCfg.DryRun {
 		repCfg.JUnitReport = filepath.Join(cfg.ResultsDir, "junit.xml")
 	}
@@ -121,6 +133,15 @@ var _ = JustAfterEach(func(ctx SpecContext) {
 		AddReportEntry("evidence gaps", err.Error())
 	}
 }, NodeTimeout(5*time.Minute))
+
+// liveTimeout bounds a live run when the user did not choose a timeout.
+const liveTimeout = 12 * time.Hour
+
+func flagSet(name string) bool {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
 
 func modeNames(ms []mode.Mode) []string {
 	s := make([]string, len(ms))
