@@ -2,6 +2,8 @@ package steps
 
 import (
 	"context"
+	"crypto/x509"
+	"encoding/pem"
 	"fmt"
 	"io"
 	"net/http"
@@ -78,15 +80,15 @@ func WorkloadIdentity(ctx context.Context, r *spec.Run) (Identity, error) {
 		roots[cm.Data["root-cert.pem"]] = append(roots[cm.Data["root-cert.pem"]], string(mm))
 	}
 	id.RootShared = len(roots) == 1
-	// The workload's own chain must end in that root: the dump carries it.
+	// The workload's own chain must end in that root: the proxy's dump names
+	// the root by serial number (Envoy /certs) or carries its PEM (ztunnel).
 	for root := range roots {
-		body := strings.TrimSpace(strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(root), "-----BEGIN CERTIFICATE-----"), "-----END CERTIFICATE-----"))
-		firstLine := strings.SplitN(body, "\n", 2)[0]
-		if firstLine != "" && !strings.Contains(dump, firstLine) && !strings.Contains(dump, "root") {
+		if !rootInDump(root, dump) {
 			id.RootShared = false
+			id.Detail = "the proxy's dump does not show the namespace's root CA; "
 		}
 	}
-	id.Detail = fmt.Sprintf("issuer %s (%s/%s %s): %s %s; %d distinct root(s) across meshed namespaces %v",
+	id.Detail += fmt.Sprintf("issuer %s (%s/%s %s): %s %s; %d distinct root(s) across meshed namespaces %v",
 		id.Issuer, ns, pod, path, id.Want, map[bool]string{true: "found", false: "NOT found"}[id.Found], len(roots), roots2modes(roots))
 	return id, nil
 }
@@ -129,4 +131,34 @@ func adminGet(ctx context.Context, r *spec.Run, ns, pod string, port int, path s
 // AdminDump is adminGet for the evidence collector.
 func AdminDump(ctx context.Context, r *spec.Run, ns, pod, path string) (string, error) {
 	return adminGet(ctx, r, ns, pod, 15000, path)
+}
+
+// rootInDump reports whether a proxy's certificate dump refers to the root
+// CA given as PEM: by its serial number (hex, with or without colons) or by
+// the PEM body itself.
+func rootInDump(rootPEM, dump string) bool {
+	block, _ := pem.Decode([]byte(rootPEM))
+	if block == nil {
+		return false
+	}
+	body := strings.Join(strings.Fields(strings.TrimSpace(strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(rootPEM), "-----BEGIN CERTIFICATE-----"), "-----END CERTIFICATE-----"))), "")
+	flat := strings.Join(strings.Fields(strings.ReplaceAll(dump, `\n`, "")), "")
+	if len(body) > 64 && strings.Contains(flat, body[:64]) {
+		return true
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		return false
+	}
+	hexSerial := fmt.Sprintf("%x", cert.SerialNumber)
+	lower := strings.ToLower(dump)
+	if strings.Contains(lower, hexSerial) {
+		return true
+	}
+	var pairs []string
+	b := cert.SerialNumber.Bytes()
+	for _, x := range b {
+		pairs = append(pairs, fmt.Sprintf("%02x", x))
+	}
+	return len(pairs) > 0 && strings.Contains(lower, strings.Join(pairs, ":"))
 }
