@@ -29,5 +29,5 @@ func ExampleSetup() {
 func ExampleNew_unknown() {
 	_, err := cluster.New("minikube", cluster.Options{})
 	fmt.Println(err)
-	// Output: unknown -provider="minikube"; accepted: kind, existing
+	// Output: unknown -provider="minikube"; accepted: kind, existing, local
 }

@@ -2,18 +2,24 @@
 // uses, pins its REST config for the whole run, and guards every phase that
 // writes against the cluster changing underneath (Guard).
 //
-// Two providers: "kind" creates, reuses and deletes a local kind cluster
+// Three providers: "kind" creates, reuses and deletes a local kind cluster
 // through kind's Go API; "existing" attaches to a cluster named by a
-// kubeconfig and context (EKS release qualification). Both plug into
-// e2e-framework's environment with Setup and Finish.
+// kubeconfig and context (EKS release qualification); "local" runs a
+// single-node cluster as host processes (framework/localk8s), for hosts
+// with no container engine. All plug into e2e-framework's environment with
+// Setup and Finish.
 package cluster
 
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
+	"time"
 
 	"k8s.io/client-go/rest"
+
+	"github.com/meshclaims/meshclaims/framework/localk8s"
 )
 
 // Provider is a cluster a run can use.
@@ -43,10 +49,11 @@ type Provider interface {
 const (
 	KindName     = "kind"
 	ExistingName = "existing"
+	LocalName    = "local"
 )
 
 // Accepted lists the -provider values this package implements.
-func Accepted() string { return strings.Join([]string{KindName, ExistingName}, ", ") }
+func Accepted() string { return strings.Join([]string{KindName, ExistingName, LocalName}, ", ") }
 
 // Options configures the provider New builds; each provider reads its part.
 type Options struct {
@@ -75,7 +82,28 @@ func New(name string, o Options) (Provider, error) {
 		return NewKind(o), nil
 	case ExistingName:
 		return NewExisting(o.Kubeconfig), nil
+	case LocalName:
+		// Reuse keeps the state directory (PKI, etcd, imported images)
+		// between runs; the processes always die with the run.
+		k, err := localk8s.New(localk8s.Config{Name: o.ClusterName, KeepState: o.Reuse})
+		if err != nil {
+			return nil, err
+		}
+		k.Logf = func(format string, args ...any) {
+			fmt.Fprintf(os.Stderr, "[meshclaims %s] %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+		}
+		return &localProvider{k}, nil
 	default:
 		return nil, fmt.Errorf("unknown -provider=%q; accepted: %s", name, Accepted())
 	}
+}
+
+// localProvider adapts a localk8s.Cluster (which cannot import this package)
+// to Provider.
+type localProvider struct{ *localk8s.Cluster }
+
+func (l *localProvider) Name() string { return LocalName }
+
+func (l *localProvider) KubeConfig() KubeconfigSelector {
+	return KubeconfigSelector{Path: l.KubeconfigPath()}
 }

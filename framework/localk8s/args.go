@@ -50,7 +50,9 @@ func Components(c Config) []Component {
 			"--unsafe-no-fsync=true",
 			"--quota-backend-bytes=2147483648",
 		}},
-		{Name: KubeAPIServer, Path: k8s(KubeAPIServer), StopTimeout: 30, Args: []string{
+		// The API server waits for in-flight requests on SIGTERM, up to a
+		// minute; nothing it holds needs that (etcd is stopped after it).
+		{Name: KubeAPIServer, Path: k8s(KubeAPIServer), StopTimeout: 5, Args: []string{
 			"--etcd-servers=" + etcdURL,
 			"--bind-address=" + node,
 			"--advertise-address=" + node,
@@ -70,7 +72,7 @@ func Components(c Config) []Component {
 			"--enable-admission-plugins=NodeRestriction",
 			"--profiling=false",
 		}},
-		{Name: KubeControllerManager, Path: k8s(KubeControllerManager), StopTimeout: 10, Args: []string{
+		{Name: KubeControllerManager, Path: k8s(KubeControllerManager), StopTimeout: 5, Args: []string{
 			"--kubeconfig=" + l.Kubeconfig("controller-manager"),
 			"--authentication-kubeconfig=" + l.Kubeconfig("controller-manager"),
 			"--authorization-kubeconfig=" + l.Kubeconfig("controller-manager"),
@@ -90,7 +92,7 @@ func Components(c Config) []Component {
 			"--controllers=*",
 			"--profiling=false",
 		}},
-		{Name: KubeScheduler, Path: k8s(KubeScheduler), StopTimeout: 10, Args: []string{
+		{Name: KubeScheduler, Path: k8s(KubeScheduler), StopTimeout: 5, Args: []string{
 			"--config=" + l.ConfFile("scheduler.yaml"),
 			"--authentication-kubeconfig=" + l.Kubeconfig("scheduler"),
 			"--authorization-kubeconfig=" + l.Kubeconfig("scheduler"),
@@ -99,7 +101,7 @@ func Components(c Config) []Component {
 		{Name: Containerd, Path: c.Containerd, StopTimeout: 10, Args: []string{
 			"--config=" + l.ConfFile("containerd.toml"),
 		}},
-		{Name: Kubelet, Path: k8s(Kubelet), StopTimeout: 15, Args: []string{
+		{Name: Kubelet, Path: k8s(Kubelet), StopTimeout: 5, Args: []string{
 			"--config=" + l.ConfFile("kubelet.yaml"),
 			"--kubeconfig=" + l.Kubeconfig("kubelet"),
 			"--root-dir=" + l.KubeletRoot(),
@@ -107,12 +109,12 @@ func Components(c Config) []Component {
 			"--node-ip=" + node,
 			"--v=1",
 		}},
-		{Name: KubeProxy, Path: k8s(KubeProxy), StopTimeout: 10, Args: []string{
+		{Name: KubeProxy, Path: k8s(KubeProxy), StopTimeout: 5, Args: []string{
 			"--config=" + l.ConfFile("kube-proxy.yaml"),
 		}},
 	}
 	if !c.DisableNetworkPolicy {
-		comps = append(comps, Component{Name: KubeRouter, Path: c.KubeRouterBinary, StopTimeout: 10, Args: KubeRouterArgs(c)})
+		comps = append(comps, Component{Name: KubeRouter, Path: c.KubeRouterBinary, StopTimeout: 5, Args: KubeRouterArgs(c)})
 	}
 	return comps
 }

@@ -7,12 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // HostState is what the wipe looks at: the parts of the host a local
@@ -40,6 +42,97 @@ type HostState struct {
 	SavedSysctls map[string]string
 	// StateDirExists says whether the state directory is there.
 	StateDirExists bool
+	// HostPathsNow are the HostPaths that exist; HostPathsBefore those that
+	// existed before the first Start (nil: not recorded).
+	HostPathsNow, HostPathsBefore []string
+	// LogLinks are /var/log/containers entries pointing into the state
+	// directory (the kubelet writes them there whatever its config says).
+	LogLinks []string
+	// DeadShimSockets are socket files in /run/containerd/s that nobody
+	// listens on: shims killed before they could remove them.
+	DeadShimSockets []string
+}
+
+// HostPaths are directories outside the state directory that the kubelet
+// (device-plugins socket, /var/log/containers links), libcni (result cache)
+// and containerd's shims (their sockets) create at fixed places. The wipe
+// removes those that did not exist before the first Start.
+var HostPaths = []string{"/run/containerd", "/var/lib/cni", "/var/lib/kubelet", "/var/log/containers"}
+
+const (
+	containerLogDir = "/var/log/containers"
+	shimSocketDir   = "/run/containerd/s"
+	hostPathsFile   = "host-paths-before"
+)
+
+func existingHostPaths() []string {
+	var out []string
+	for _, p := range HostPaths {
+		if _, err := os.Lstat(p); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// saveHostPaths records which HostPaths exist before the first Start.
+func saveHostPaths(c Config) error {
+	path := filepath.Join(c.StateDir, hostPathsFile)
+	if _, err := os.Stat(path); err == nil {
+		return nil
+	}
+	return os.WriteFile(path, []byte(strings.Join(existingHostPaths(), "\n")+"\n"), 0o644)
+}
+
+func readHostPathsBefore(c Config) []string {
+	b, err := os.ReadFile(filepath.Join(c.StateDir, hostPathsFile))
+	if err != nil {
+		return nil
+	}
+	out := []string{}
+	for _, l := range strings.Split(string(b), "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+func listLogLinks(c Config) []string {
+	entries, err := os.ReadDir(containerLogDir)
+	if err != nil {
+		return nil
+	}
+	state := filepath.Clean(c.StateDir) + "/"
+	var out []string
+	for _, e := range entries {
+		p := filepath.Join(containerLogDir, e.Name())
+		if t, err := os.Readlink(p); err == nil && strings.HasPrefix(t, state) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func listDeadShimSockets() []string {
+	entries, err := os.ReadDir(shimSocketDir)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range entries {
+		p := filepath.Join(shimSocketDir, e.Name())
+		if e.Type()&fs.ModeSocket == 0 {
+			continue
+		}
+		conn, err := net.DialTimeout("unix", p, time.Second)
+		if err == nil {
+			conn.Close() // a live shim (ours or a host containerd's): keep
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
 }
 
 // HostProcess is one process.
@@ -102,6 +195,10 @@ func Observe(ctx context.Context, c Config) (HostState, error) {
 	s.SavedSysctls, _ = readSavedSysctls(c)
 	_, err = os.Stat(c.StateDir)
 	s.StateDirExists = err == nil
+	s.HostPathsNow = existingHostPaths()
+	s.HostPathsBefore = readHostPathsBefore(c)
+	s.LogLinks = listLogLinks(c)
+	s.DeadShimSockets = listDeadShimSockets()
 	return s, errors.Join(errs...)
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/netip"
+	"path/filepath"
 	"strconv"
 	"text/template"
 
@@ -53,6 +54,9 @@ root = {{ q .Root }}
 state = {{ q .State }}
 [grpc]
   address = {{ q .Socket }}
+[plugins."io.containerd.internal.v1.opt"]
+  # Default /opt/containerd: keep it in the state directory.
+  path = {{ q .Opt }}
 [ttrpc]
   address = {{ q .TTRPC }}
 [plugins."io.containerd.grpc.v1.cri"]
@@ -73,6 +77,9 @@ state = {{ q .State }}
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
         SystemdCgroup = false
         BinaryName = {{ q .Runc }}
+        # runc's container state under the state directory, not in
+        # /run/containerd/runc that a host containerd may share.
+        Root = {{ q .RuncRoot }}
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = {{ q .CNIBin }}
     conf_dir = {{ q .CNIConf }}
@@ -86,7 +93,7 @@ func ContainerdConfig(c Config) ([]byte, error) {
 	data := map[string]string{
 		"Root": l.ContainerdRoot(), "State": l.ContainerdState(),
 		"Socket": l.ContainerdSocket(), "TTRPC": l.ContainerdSocket() + ".ttrpc",
-		"Sandbox": SandboxImage, "Runc": c.Runc, "CNIBin": c.CNIBinDir, "CNIConf": l.CNIConfDir(),
+		"Sandbox": SandboxImage, "Opt": filepath.Join(l.Root, "containerd", "opt"), "RuncRoot": filepath.Join(l.Root, "containerd", "runc"), "Runc": c.Runc, "CNIBin": c.CNIBinDir, "CNIConf": l.CNIConfDir(),
 	}
 	var b bytes.Buffer
 	err := containerdTemplate.Execute(&b, data)

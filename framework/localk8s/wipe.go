@@ -33,6 +33,9 @@ type WipePlan struct {
 	DeleteLinks []string
 	// RemoveCgroups are the kubelet's cgroup directories, deepest first.
 	RemoveCgroups []string
+	// RemovePaths are files and directories outside the state directory:
+	// log links and dead shim sockets, then the HostPaths Start created.
+	RemovePaths []string
 	// RestoreSysctls maps sysctls to the host's original values.
 	RestoreSysctls map[string]string
 	// RemoveStateDir is the state directory to delete ("" keeps it).
@@ -43,7 +46,7 @@ type WipePlan struct {
 func (p WipePlan) Empty() bool {
 	return len(p.Kill) == 0 && len(p.Unmount) == 0 && len(p.IPTablesRestore) == 0 &&
 		len(p.DestroyIPSets) == 0 && len(p.DeleteLinks) == 0 && len(p.RemoveCgroups) == 0 &&
-		len(p.RestoreSysctls) == 0 && p.RemoveStateDir == ""
+		len(p.RemovePaths) == 0 && len(p.RestoreSysctls) == 0 && p.RemoveStateDir == ""
 }
 
 // String lists the leftovers, one kind a line (error messages, logs).
@@ -68,6 +71,7 @@ func (p WipePlan) String() string {
 	line("ipsets", p.DestroyIPSets)
 	line("interfaces", p.DeleteLinks)
 	line("cgroups", p.RemoveCgroups)
+	line("paths", p.RemovePaths)
 	line("sysctls", sortedKeys(p.RestoreSysctls))
 	if p.RemoveStateDir != "" {
 		line("state directory", []string{p.RemoveStateDir})
@@ -149,6 +153,15 @@ func PlanWipe(s HostState, c Config, selfPID int) WipePlan {
 	sort.SliceStable(p.RemoveCgroups, func(i, j int) bool {
 		return strings.Count(p.RemoveCgroups[i], "/") > strings.Count(p.RemoveCgroups[j], "/")
 	})
+
+	p.RemovePaths = append(append(p.RemovePaths, s.LogLinks...), s.DeadShimSockets...)
+	if s.HostPathsBefore != nil {
+		for _, hp := range s.HostPathsNow {
+			if !slices.Contains(s.HostPathsBefore, hp) {
+				p.RemovePaths = append(p.RemovePaths, hp)
+			}
+		}
+	}
 
 	for k, v := range s.SavedSysctls {
 		if cur, ok := s.Sysctls[k]; ok && cur != v {
@@ -341,6 +354,11 @@ func Execute(ctx context.Context, plan WipePlan) error {
 			errs = append(errs, fmt.Errorf("rmdir %s: %w", d, err))
 		}
 	}
+	for _, path := range plan.RemovePaths {
+		if err := os.RemoveAll(path); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	for _, k := range sortedKeys(plan.RestoreSysctls) {
 		if err := setSysctl(k, plan.RestoreSysctls[k]); err != nil {
 			errs = append(errs, fmt.Errorf("restoring sysctl %s=%s: %w", k, plan.RestoreSysctls[k], err))
@@ -349,6 +367,10 @@ func Execute(ctx context.Context, plan WipePlan) error {
 	if plan.RemoveStateDir != "" {
 		if err := os.RemoveAll(plan.RemoveStateDir); err != nil {
 			errs = append(errs, err)
+		}
+		// The default parent was created by Start; leave no empty directory.
+		if parent := filepath.Dir(plan.RemoveStateDir); parent == DefaultStateRoot {
+			_ = os.Remove(parent) // fails, as it should, while other clusters' state is there
 		}
 	}
 	return errors.Join(errs...)
