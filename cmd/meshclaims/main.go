@@ -17,7 +17,7 @@ usage:
   meshclaims analyze [--json] FILE...
                                   summarize fortio JSON results: codes and rates with
                                   95% intervals, percentiles, sockets, Little's-law check
-  meshclaims report [--file F] DIR
+  meshclaims report [--file F] [--complete] DIR
                                   rebuild DIR/results.json and DIR/report.md from DIR's
                                   environment.json and measured/ records
 

@@ -78,6 +78,11 @@ func TestReportRebuild(t *testing.T) {
 	if !strings.Contains(out, "report.md") || !strings.Contains(string(md), "observed no-http-response (connection reset by peer) as documented") {
 		t.Fatalf("out %q\n%s", out, md)
 	}
+	// Only one of sidecar's claims was measured: --complete says which are missing.
+	code, _, errs = runCLI("report", "--file", registry, "--complete", d.Path)
+	if code != 1 || !strings.Contains(errs, "`mtls.in-mesh-ok` (sidecar)") || strings.Contains(errs, "`mtls.plaintext-blocked` (sidecar)") {
+		t.Fatalf("--complete: exit %d, stderr %q", code, errs)
+	}
 	if code, _, errs := runCLI("report", "--file", registry, t.TempDir()); code != 1 || !strings.Contains(errs, "not a meshclaims results directory") {
 		t.Fatalf("exit %d, stderr %q", code, errs)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 
 	"github.com/meshclaims/meshclaims/framework/claims"
 	"github.com/meshclaims/meshclaims/framework/report"
@@ -14,6 +15,7 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("report", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	file := fs.String("file", defaultRegistry, "claims registry `file` to judge with")
+	complete := fs.Bool("complete", false, "exit 1 unless every claim applicable to the run's modes was measured")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -37,5 +39,9 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	fmt.Fprintf(stdout, "%s, %s: %d entries (%v)\n", filepath.Join(d.Path, "results.json"), filepath.Join(d.Path, "report.md"), len(res.Entries), res.Summary)
+	if missing := report.Missing(res, reg); *complete && len(missing) > 0 {
+		fmt.Fprintf(stderr, "report: %d claim(s) not measured: %s\n", len(missing), strings.Join(missing, ", "))
+		return 1
+	}
 	return 0
 }

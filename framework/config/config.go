@@ -21,6 +21,21 @@ var Providers = []string{"kind", "existing", "local"}
 // IstioInstall choices.
 var IstioInstalls = []string{"helm", "skip"}
 
+// FailOn choices: what makes a claim's spec fail.
+const (
+	// FailOnNotReproduced fails a spec unless its claim is reproduced (or
+	// recorded, where nothing is documented): the qualification gate.
+	FailOnNotReproduced = "not-reproduced"
+	// FailOnError fails a spec only when the measurement could not be made
+	// or a precondition is missing; verdicts are judged and reported but do
+	// not gate. For hosts whose absolute numbers are not what the claims
+	// describe (a CI runner's single-node cluster).
+	FailOnError = "error"
+)
+
+// FailOns lists the -fail-on values.
+var FailOns = []string{FailOnNotReproduced, FailOnError}
+
 // Timeouts are every wait of the suite. Defaults suit kind on a laptop;
 // EKS release qualification may raise them.
 type Timeouts struct {
@@ -69,6 +84,7 @@ type Config struct {
 	DurationScale float64
 	Images        string // directory of image tarballs; empty = build them
 	Registry      string // push images here (EKS); empty = load into nodes
+	FailOn        string // FailOnNotReproduced or FailOnError
 	Timeouts      Timeouts
 
 	sharedKubeconfig *flag.Flag
@@ -103,6 +119,7 @@ func Register(fs *flag.FlagSet) *Config {
 	fs.Float64Var(&c.DurationScale, "duration-scale", 1, "scale every documented duration, e.g. 0.1 for a quick run (stated in the report)")
 	fs.StringVar(&c.Images, "images", "", "directory of prebuilt image tarballs (default: build them)")
 	fs.StringVar(&c.Registry, "image-registry", "", "push workload images to this registry instead of loading them into nodes (EKS)")
+	fs.StringVar(&c.FailOn, "fail-on", FailOnNotReproduced, "what fails a spec: "+FailOnNotReproduced+" (any verdict but reproduced/recorded) or "+FailOnError+" (only a measurement that could not be made or a missing precondition; verdicts still reported)")
 	fs.DurationVar(&c.Timeouts.RolloutComplete, "rollout-timeout", c.Timeouts.RolloutComplete, "limit for one rollout to complete (GUIDE: 60s)")
 	fs.DurationVar(&c.Timeouts.WorkloadsReady, "ready-timeout", c.Timeouts.WorkloadsReady, "limit for a mode's workloads to become ready")
 	return c
@@ -126,6 +143,9 @@ func (c *Config) Validate(repoRoot string, now time.Time) error {
 	}
 	if !contains(IstioInstalls, c.IstioInstall) {
 		bad("-istio-install=%q is not known; accepted: %s", c.IstioInstall, strings.Join(IstioInstalls, ", "))
+	}
+	if !contains(FailOns, c.FailOn) {
+		bad("-fail-on=%q is not known; accepted: %s", c.FailOn, strings.Join(FailOns, ", "))
 	}
 	if !versionPattern.MatchString(c.IstioVersion) {
 		bad("-istio-version=%q is not a version like 1.30.2", c.IstioVersion)

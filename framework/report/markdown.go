@@ -115,15 +115,7 @@ func Markdown(w io.Writer, res *Results, reg *claims.Registry) error {
 		}
 	}
 	if reg != nil {
-		var missing []string
-		for _, m := range modes {
-			for _, c := range reg.ForMode(m) {
-				if _, ok := byKey[c.ID+"|"+string(m)]; !ok {
-					missing = append(missing, fmt.Sprintf("`%s` (%s)", c.ID, m))
-				}
-			}
-		}
-		if len(missing) > 0 {
+		if missing := Missing(res, reg); len(missing) > 0 {
 			p("\n## Not measured in this run\n\nApplicable to the selected modes but without a measurement (spec skipped, filtered out, or failed before recording): %s.\n", strings.Join(missing, ", "))
 		}
 	}
@@ -148,4 +140,26 @@ func joinModes(ms []mode.Mode) string {
 		s[i] = string(m)
 	}
 	return dash(strings.Join(s, ", "))
+}
+
+// Missing lists "`claim` (mode)" for every claim the registry applies to the
+// run's modes that has no entry in res.
+func Missing(res *Results, reg *claims.Registry) []string {
+	modes := res.Environment.Modes
+	if len(modes) == 0 {
+		modes = mode.All()
+	}
+	have := map[string]bool{}
+	for _, e := range res.Entries {
+		have[e.Claim+"|"+string(e.Mode)] = true
+	}
+	var missing []string
+	for _, m := range modes {
+		for _, c := range reg.ForMode(m) {
+			if !have[c.ID+"|"+string(m)] {
+				missing = append(missing, fmt.Sprintf("`%s` (%s)", c.ID, m))
+			}
+		}
+	}
+	return missing
 }

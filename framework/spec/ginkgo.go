@@ -2,11 +2,13 @@ package spec
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/meshclaims/meshclaims/framework/config"
 	"github.com/meshclaims/meshclaims/framework/report"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
@@ -69,8 +71,34 @@ func execute(ctx SpecContext, p Planned, env *Env) {
 	AddReportEntry("verdict", string(b))
 	AddReportEntry("measured", v.Measured)
 	r.Logf("%s: %s", v.Result, v.Reason)
-	Expect(v.Passed()).To(BeTrue(), "%s [%s] %s: %s\n  documented: %s\n  measured:   %s",
-		p.Claim.ID, p.Mode, v.Result, v.Reason, v.Documented, v.Measured)
+	failOn := config.FailOnNotReproduced
+	if env.Config != nil {
+		failOn = env.Config.FailOn
+	}
+	if err := Gate(v, got, failOn); err != nil {
+		Fail(err.Error())
+	}
+	if !v.Passed() {
+		AddReportEntry("not gating", fmt.Sprintf("-fail-on=%s: verdict %s reported, not failed", failOn, v.Result))
+	}
+}
+
+// Gate decides whether a judged spec fails. A missing precondition always
+// fails (a claim about NetworkPolicy on a CNI that does not enforce it must
+// never pass); otherwise failOn says whether a verdict other than reproduced
+// or recorded fails the spec (FailOnNotReproduced) or is only reported
+// (FailOnError: the measurement itself was made).
+func Gate(v verdict.Verdict, got verdict.Measured, failOn string) error {
+	msg := fmt.Sprintf("%s [%s] %s: %s\n  documented: %s\n  measured:   %s", v.Claim, v.Mode, v.Result, v.Reason, v.Documented, v.Measured)
+	switch {
+	case got.Unmet != "":
+		return errors.New(msg)
+	case failOn == config.FailOnError:
+		return nil
+	case !v.Passed():
+		return errors.New(msg)
+	}
+	return nil
 }
 
 // currentRun lets the failure-evidence hook find the running spec's Run.

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/meshclaims/meshclaims/framework/claims"
+	"github.com/meshclaims/meshclaims/framework/config"
 	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/report"
 	"github.com/meshclaims/meshclaims/framework/verdict"
@@ -90,5 +91,32 @@ func TestSaveRawNeverOverwrites(t *testing.T) {
 	raw := r.Raw()
 	if len(raw) != 2 || raw[0] == raw[1] || !strings.HasSuffix(raw[1], "stats-2.json") {
 		t.Fatalf("raw = %v", raw)
+	}
+}
+
+func TestGate(t *testing.T) {
+	reg := registry(t)
+	c := reg.MustGet("latency.p50-overhead")
+	off := verdict.Judge(c, mode.AmbientL4, verdict.Measured{Value: verdict.Float64(1.5)}) // not reproduced
+	on := verdict.Judge(c, mode.AmbientL4, verdict.Measured{Value: verdict.Float64(0.1)})  // reproduced
+	unmet := verdict.Measured{Unmet: "networkpolicy-enforcement: not enforced"}
+	unmetV := verdict.Judge(reg.MustGet("netpol.app-port-only"), mode.AmbientL4, unmet)
+	cases := []struct {
+		name   string
+		v      verdict.Verdict
+		got    verdict.Measured
+		failOn string
+		fails  bool
+	}{
+		{"not reproduced gates by default", off, verdict.Measured{}, config.FailOnNotReproduced, true},
+		{"not reproduced is only reported with -fail-on=error", off, verdict.Measured{}, config.FailOnError, false},
+		{"reproduced passes", on, verdict.Measured{}, config.FailOnNotReproduced, false},
+		{"a missing precondition always fails", unmetV, unmet, config.FailOnError, true},
+	}
+	for _, c := range cases {
+		err := Gate(c.v, c.got, c.failOn)
+		if (err != nil) != c.fails {
+			t.Errorf("%s: err = %v", c.name, err)
+		}
 	}
 }

@@ -68,14 +68,20 @@ func (j jsonRaw) MarshalJSON() ([]byte, error) {
 	return j, nil
 }
 
+// SteadyFloor is the shortest steady load: 25 s at 200 qps is 5,000
+// requests, enough for zero errors to put the 95% upper bound of the error
+// rate (3.84/n) under latency.all-ok's 0.1%. A shorter run could only ever
+// be inconclusive.
+const SteadyFloor = 25 * time.Second
+
 // Steady is GUIDE T5's load (200 qps, 16 connections, 60 s) scaled by the run's
-// -duration-scale, against the mode's echo Service.
+// -duration-scale (never below SteadyFloor), against the mode's echo Service.
 func Steady(r *spec.Run) load.Spec {
 	return load.Spec{
 		URL:         EchoURL(r),
 		QPS:         200,
 		Connections: 16,
-		Duration:    r.Env.Config.Scale(60*time.Second, 5*time.Second),
+		Duration:    r.Env.Config.Scale(60*time.Second, SteadyFloor),
 	}
 }
 

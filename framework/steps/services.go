@@ -18,6 +18,12 @@ import (
 // ServiceTrials is how many Services are timed at each scale.
 const ServiceTrials = 5
 
+// readinessAttempt bounds each attempt while waiting for a new Service. It
+// must be short: an attempt made before kube-proxy wrote the rules has its
+// SYN dropped, and with the general probe timeout (seconds) every reading
+// would be quantized to that timeout instead of the 20 ms polling step.
+const readinessAttempt = 200 * time.Millisecond
+
 // ServiceReadiness measures HYBRID's kube-proxy claim: time from creating a
 // Service for echo until a request to its ClusterIP is answered, first with
 // no extra Services, then with N extra (N = 10,000 x -duration-scale, at
@@ -85,7 +91,7 @@ func timeServices(ctx context.Context, r *spec.Run, t fixtures.Target, prefix st
 				return err
 			}
 			url := fmt.Sprintf("http://%s:%d/", got.Spec.ClusterIP, fixtures.EchoHTTPPort)
-			res, err := probe.UntilVia(ctx, base, url, 200, r.Env.Config.Timeouts.ServiceReady, r.Env.Config.Timeouts.Probe)
+			res, err := probe.UntilVia(ctx, base, url, 200, r.Env.Config.Timeouts.ServiceReady, readinessAttempt)
 			if err != nil {
 				return err
 			}
