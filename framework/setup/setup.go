@@ -73,7 +73,7 @@ func Results(cfg *config.Config, reg *claims.Registry) (*report.Dir, report.Envi
 	}
 	env := report.Environment{
 		RunID: cfg.RunID, Started: time.Now().UTC(), Provider: cfg.Provider, Cluster: cfg.ClusterName,
-		Istio: cfg.IstioVersion, Fortio: "1.75.3 (library, in the workload image)", Modes: cfg.Modes,
+		Istio: istioLabel(cfg), Fortio: "1.75.3 (library, in the workload image)", Modes: cfg.Modes,
 		DurationScale: cfg.DurationScale, Repeats: cfg.Repeats, Registry: reg.File,
 	}
 	if cfg.DurationScale != 1 {
@@ -166,7 +166,7 @@ func Up(ctx context.Context, cfg *config.Config, reg *claims.Registry, out io.Wr
 			}
 		}
 	}
-	where := fmt.Sprintf("%s (%s), Kubernetes %s, Istio %s", cfg.Provider, rc.Host, s.envInfo.Kubernetes, cfg.IstioVersion)
+	where := fmt.Sprintf("%s (%s), Kubernetes %s, Istio %s", cfg.Provider, rc.Host, s.envInfo.Kubernetes, istioLabel(cfg))
 	if err := s.Results.SaveEnvironment(s.envInfo); err != nil {
 		return s, err
 	}
@@ -278,4 +278,14 @@ func repoRoot() (string, error) {
 		return "", fmt.Errorf("repository root %s: %w", root, err)
 	}
 	return root, nil
+}
+
+// istioLabel is the Istio a run uses: none when only the no-mesh mode runs.
+func istioLabel(cfg *config.Config) string {
+	for _, m := range cfg.Modes {
+		if m.Meshed() {
+			return cfg.IstioVersion + " (" + cfg.IstioInstall + ")"
+		}
+	}
+	return "none (mode none only)"
 }

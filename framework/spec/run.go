@@ -87,3 +87,12 @@ func (r *Run) AddEvidence(path string) { r.evid = append(r.evid, path) }
 func (r *Run) Raw() []string      { return r.raw }
 func (r *Run) Setup() string      { return r.setup }
 func (r *Run) Evidence() []string { return r.evid }
+
+// Reuse lists raw results and the setup of a measurement another spec of the
+// run made and this one shares (GUIDE judged several claims on one load).
+func (r *Run) Reuse(raw []string, setup string) {
+	r.raw = append(r.raw, raw...)
+	if r.setup == "" {
+		r.setup = setup
+	}
+}

@@ -26,7 +26,7 @@ var churns memo[churnPair]
 // canary Deployments are rescaled every second (SCALE: 85-115 replicas, here
 // 1-3) and the namespace is relabelled every minute. Shared by both SCALE claims.
 func ChurnRuns(ctx context.Context, r *spec.Run) (*load.Run, *load.Run, error) {
-	p, err := churns.get(r.Env.Config.RunID+"/"+string(r.Mode), func() (churnPair, error) {
+	p, err := churns.get(r, r.Env.Config.RunID+"/"+string(r.Mode), func() (churnPair, error) {
 		s := load.Spec{URL: EchoURL(r), QPS: 0, Connections: 16, Duration: r.Env.Config.Scale(60*time.Second, 10*time.Second)}
 		quiet, err := Load(ctx, r, InMesh(r), "quiet", s)
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/meshclaims/meshclaims/fixtures"
@@ -63,7 +64,7 @@ var rollouts memo[*RolloutResult]
 // mode and hardening between rollout.baseline and rollout.l7-vs-sidecar.
 func RolloutLoad(ctx context.Context, r *spec.Run, m mode.Mode, h fixtures.Hardening) (*RolloutResult, error) {
 	key := fmt.Sprintf("%s/%s/%+v", r.Env.Config.RunID, m, h)
-	return rollouts.get(key, func() (*RolloutResult, error) {
+	return rollouts.get(r, key, func() (*RolloutResult, error) {
 		mesh, err := Of(r)
 		if err != nil {
 			return nil, err
@@ -84,7 +85,7 @@ func RolloutLoad(ctx context.Context, r *spec.Run, m mode.Mode, h fixtures.Harde
 		if err != nil {
 			return nil, err
 		}
-		res, err := underLoad(ctx, r, InMeshOf(r, m), fmt.Sprintf("rollout-%s-%s", m, map[bool]string{false: "baseline", true: "hardened"}[h.Any()]), s, driver)
+		res, err := underLoad(ctx, r, InMeshOf(r, m), fmt.Sprintf("rollout-%s-%s", m, hardeningName(h)), s, driver)
 		if err != nil {
 			return nil, err
 		}
@@ -243,4 +244,23 @@ func progressTally(ctx context.Context, r *spec.Run, c probe.Client, start time.
 		f, rt := load.Tally(text)
 		return fmt.Sprintf("no-response errors so far %d, dead-socket retries %d", f, rt)
 	}
+}
+
+// hardeningName names a hardening for raw result files: "baseline",
+// "prestop+grace", "drain", ...
+func hardeningName(h fixtures.Hardening) string {
+	var parts []string
+	if h.PreStopSleep {
+		parts = append(parts, "prestop")
+	}
+	if h.GracePeriod {
+		parts = append(parts, "grace")
+	}
+	if h.SidecarDrain {
+		parts = append(parts, "drain")
+	}
+	if len(parts) == 0 {
+		return "baseline"
+	}
+	return strings.Join(parts, "+")
 }

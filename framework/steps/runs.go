@@ -37,21 +37,28 @@ type memo[T any] struct {
 }
 
 type memoEntry[T any] struct {
-	v   T
-	err error
+	v     T
+	err   error
+	raw   []string // raw results the first run saved
+	setup string   // and the setup it stated
 }
 
-func (m *memo[T]) get(key string, f func() (T, error)) (T, error) {
+// get runs f once per key. A later spec that reuses the result also lists
+// the raw results and setup, so its report row points at the data it was
+// judged on.
+func (m *memo[T]) get(r *spec.Run, key string, f func() (T, error)) (T, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.done == nil {
 		m.done = map[string]memoEntry[T]{}
 	}
 	if e, ok := m.done[key]; ok {
+		r.Reuse(e.raw, e.setup)
 		return e.v, e.err
 	}
+	before := len(r.Raw())
 	v, err := f()
-	m.done[key] = memoEntry[T]{v, err}
+	m.done[key] = memoEntry[T]{v: v, err: err, raw: append([]string(nil), r.Raw()[before:]...), setup: r.Setup()}
 	return v, err
 }
 
@@ -59,7 +66,7 @@ var steady memo[*load.Run]
 
 // SteadyLoad is GUIDE T5's load in mode m, run once per run and shared.
 func SteadyLoad(ctx context.Context, r *spec.Run, m mode.Mode) (*load.Run, error) {
-	return steady.get(r.Env.Config.RunID+"/"+string(m), func() (*load.Run, error) {
+	return steady.get(r, r.Env.Config.RunID+"/"+string(m), func() (*load.Run, error) {
 		s := Steady(r)
 		s.URL = EchoURLOf(m)
 		r.SetSetup("%g qps, %d connections, %s (documented: 200 qps, 16, 60s; -duration-scale=%g)", s.QPS, s.Connections, s.Duration, r.Env.Config.DurationScale)

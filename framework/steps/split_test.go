@@ -40,3 +40,15 @@ func TestMedian(t *testing.T) {
 		t.Fatal(m)
 	}
 }
+
+func TestHardeningName(t *testing.T) {
+	for want, h := range map[string]fixtures.Hardening{
+		"baseline":      {},
+		"prestop+grace": {PreStopSleep: true, GracePeriod: true},
+		"drain":         {SidecarDrain: true},
+	} {
+		if got := hardeningName(h); got != want {
+			t.Errorf("%+v: %s, want %s", h, got, want)
+		}
+	}
+}
