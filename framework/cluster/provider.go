@@ -14,6 +14,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -106,4 +108,25 @@ func (l *localProvider) Name() string { return LocalName }
 
 func (l *localProvider) KubeConfig() KubeconfigSelector {
 	return KubeconfigSelector{Path: l.KubeconfigPath()}
+}
+
+// Describer is implemented by providers that can say what runs the cluster
+// beyond the API server's version (the local provider's containerd, runc,
+// CNI, DNS and NetworkPolicy programs); the report records it.
+type Describer interface {
+	Describe() string
+}
+
+// Describe names the host programs of the local cluster with their versions.
+func (l *localProvider) Describe() string {
+	c := l.Config()
+	first := func(bin string, args ...string) string {
+		out, err := exec.Command(bin, args...).CombinedOutput()
+		if err != nil {
+			return filepath.Base(bin) + " (version unknown)"
+		}
+		return strings.TrimSpace(strings.SplitN(string(out), "\n", 2)[0])
+	}
+	return fmt.Sprintf("local single-node cluster: %s; %s; CNI bridge/host-local; CoreDNS v1.15.0 and kube-router v2.1.0 built from their modules",
+		first(c.Containerd, "--version"), first(c.Runc, "--version"))
 }

@@ -120,6 +120,9 @@ func Up(ctx context.Context, cfg *config.Config, reg *claims.Registry, out io.Wr
 		return s, err
 	}
 	s.envInfo.Cluster = rc.Host
+	if d, ok := s.Provider.(cluster.Describer); ok {
+		s.envInfo.Notes = append(s.envInfo.Notes, d.Describe())
+	}
 	s.envInfo.Kubernetes = k.ServerVersion()
 	s.logf("cluster: %s, Kubernetes %s, pinned (%s)", rc.Host, s.envInfo.Kubernetes, guard.Pinned())
 
