@@ -47,6 +47,8 @@ type Timeouts struct {
 	NetPolSettle    time.Duration // time a CNI gets to program a NetworkPolicy
 	Cleanup         time.Duration // deleting the suite's namespaces
 	ServiceReady    time.Duration // kubeproxy.service-scale: one Service answering
+	Quiet           time.Duration // a Service steady after a rollout: old pods gone (preStop 10 s + grace 40 s)
+	ProxySync       time.Duration // kube-proxy/ztunnel to program endpoints that just settled
 }
 
 // DefaultTimeouts returns the defaults.
@@ -60,6 +62,8 @@ func DefaultTimeouts() Timeouts {
 		NetPolSettle:    10 * time.Second,
 		Cleanup:         3 * time.Minute,
 		ServiceReady:    60 * time.Second,
+		Quiet:           3 * time.Minute,
+		ProxySync:       2 * time.Second,
 	}
 }
 

@@ -15,7 +15,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/portforward"
@@ -168,4 +171,69 @@ func (c *Cluster) ServerVersion() string {
 		return "unknown (" + strings.SplitN(err.Error(), "\n", 2)[0] + ")"
 	}
 	return v.GitVersion
+}
+
+// WaitQuiet waits until Service svc in ns is in a steady state: no pod its
+// selector matches is terminating, and its EndpointSlices list exactly the
+// ready pods, none of them terminating. A rollout is "complete" for the
+// Deployment controller while old pods still drain (preStop, grace period);
+// a measurement started then would measure the tail of the rollout.
+func (c *Cluster) WaitQuiet(ctx context.Context, ns, svc string, timeout time.Duration) error {
+	var last string
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		s, err := c.Client.CoreV1().Services(ns).Get(ctx, svc, metav1.GetOptions{})
+		if err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		pods, err := c.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: labels.SelectorFromSet(s.Spec.Selector).String()})
+		if err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		ready := map[string]bool{}
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp != nil {
+				last = fmt.Sprintf("pod %s is terminating", p.Name)
+				return false, nil
+			}
+			if p.Status.Phase == corev1.PodRunning && podReady(&p) {
+				ready[p.Status.PodIP] = true
+			}
+		}
+		slices, err := c.Client.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + svc})
+		if err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		listed := map[string]bool{}
+		for _, sl := range slices.Items {
+			for _, ep := range sl.Endpoints {
+				if ep.Conditions.Terminating != nil && *ep.Conditions.Terminating {
+					last = fmt.Sprintf("endpoint %v is terminating", ep.Addresses)
+					return false, nil
+				}
+				if ep.Conditions.Ready != nil && *ep.Conditions.Ready {
+					for _, a := range ep.Addresses {
+						listed[a] = true
+					}
+				}
+			}
+		}
+		if len(listed) != len(ready) {
+			last = fmt.Sprintf("%d ready endpoints listed for %d ready pods", len(listed), len(ready))
+			return false, nil
+		}
+		for ip := range ready {
+			if !listed[ip] {
+				last = fmt.Sprintf("ready pod %s not yet an endpoint", ip)
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("service %s/%s not steady within %s: %s", ns, svc, timeout, last)
+	}
+	return nil
 }

@@ -171,6 +171,9 @@ func (s Spec) restBody() map[string]any {
 // nameRE is what a run name may be: it becomes a file name in the raw directory.
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$`)
 
+// ValidateName checks a run name before a load is started with it.
+func ValidateName(name string) error { return validateName(name) }
+
 func validateName(name string) error {
 	if !nameRE.MatchString(name) {
 		return fmt.Errorf("load: run name %q: accepted: 1-200 characters of letters, digits, '.', '_', '-', starting with a letter or digit (it names files in the raw directory)", name)

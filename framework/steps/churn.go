@@ -27,6 +27,9 @@ var churns memo[churnPair]
 // 1-3) and the namespace is relabelled every minute. Shared by both SCALE claims.
 func ChurnRuns(ctx context.Context, r *spec.Run) (*load.Run, *load.Run, error) {
 	p, err := churns.get(r, r.Env.Config.RunID+"/"+string(r.Mode), func() (churnPair, error) {
+		if err := Quiesce(ctx, r, r.Mode); err != nil {
+			return churnPair{}, err
+		}
 		s := load.Spec{URL: EchoURL(r), QPS: 0, Connections: 16, Duration: r.Env.Config.Scale(60*time.Second, 10*time.Second)}
 		quiet, err := Load(ctx, r, InMesh(r), "quiet", s)
 		if err != nil {

@@ -74,6 +74,9 @@ func RolloutLoad(ctx context.Context, r *spec.Run, m mode.Mode, h fixtures.Harde
 				return nil, err
 			}
 		}
+		if err := Quiesce(ctx, r, m); err != nil {
+			return nil, err
+		}
 		dur := r.Env.Config.Scale(600*time.Second, 30*time.Second)
 		s := load.Spec{URL: EchoURLOf(m), QPS: 100, Connections: 16, Duration: dur, AllowInitialErrors: true}
 		r.SetSetup("100 qps, 16 connections, %s, restart loop with %s limit (documented: 600s; -duration-scale=%g); hardening %+v",
@@ -147,7 +150,10 @@ func harden(ctx context.Context, r *spec.Run, m mode.Mode, h fixtures.Hardening)
 		if err := mesh.Applier.Apply(ctx, fixtures.Echo(t, o.Images, o.EchoReplicas)); err != nil {
 			return err
 		}
-		return mesh.K.WaitAvailable(ctx, t.Namespace, r.Env.Config.Timeouts.WorkloadsReady, fixtures.EchoName)
+		if err := mesh.K.WaitAvailable(ctx, t.Namespace, r.Env.Config.Timeouts.WorkloadsReady, fixtures.EchoName); err != nil {
+			return err
+		}
+		return mesh.K.WaitQuiet(ctx, t.Namespace, fixtures.EchoName, r.Env.Config.Timeouts.Quiet)
 	})
 	r.Logf("echo hardened: %+v", h)
 	return mesh.K.WaitAvailable(ctx, t.Namespace, r.Env.Config.Timeouts.WorkloadsReady, fixtures.EchoName)
@@ -247,7 +253,7 @@ func progressTally(ctx context.Context, r *spec.Run, c probe.Client, start time.
 }
 
 // hardeningName names a hardening for raw result files: "baseline",
-// "prestop+grace", "drain", ...
+// "prestop-grace", "drain", ... (load run names allow letters, digits, . _ -)
 func hardeningName(h fixtures.Hardening) string {
 	var parts []string
 	if h.PreStopSleep {
@@ -262,5 +268,5 @@ func hardeningName(h fixtures.Hardening) string {
 	if len(parts) == 0 {
 		return "baseline"
 	}
-	return strings.Join(parts, "+")
+	return strings.Join(parts, "-")
 }

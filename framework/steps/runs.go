@@ -67,6 +67,9 @@ var steady memo[*load.Run]
 // SteadyLoad is GUIDE T5's load in mode m, run once per run and shared.
 func SteadyLoad(ctx context.Context, r *spec.Run, m mode.Mode) (*load.Run, error) {
 	return steady.get(r, r.Env.Config.RunID+"/"+string(m), func() (*load.Run, error) {
+		if err := Quiesce(ctx, r, m); err != nil {
+			return nil, err
+		}
 		s := Steady(r)
 		s.URL = EchoURLOf(m)
 		r.SetSetup("%g qps, %d connections, %s (documented: 200 qps, 16, 60s; -duration-scale=%g)", s.QPS, s.Connections, s.Duration, r.Env.Config.DurationScale)
@@ -96,6 +99,11 @@ func LittleCheck(r *spec.Run, run *load.Run, extra map[string]float64) {
 // Repeat runs one measurement -repeats times; Value is the mean and Runs the
 // per-run values, so the verdict uses their t interval (REVIEW: report spread).
 func Repeat(ctx context.Context, r *spec.Run, f func(ctx context.Context, i int) (float64, map[string]float64, error)) (verdict.Measured, error) {
+	// Every repeated measurement compares echo in the no-mesh baseline with
+	// echo in this mode: both must be steady first.
+	if err := Quiesce(ctx, r, mode.None, r.Mode); err != nil {
+		return verdict.Measured{}, err
+	}
 	n := r.Env.Config.Repeats
 	var vals []float64
 	extra := map[string]float64{}
@@ -120,4 +128,22 @@ func Repeat(ctx context.Context, r *spec.Run, f func(ctx context.Context, i int)
 		extra["rel_spread"] = s.RelSpread
 	}
 	return m, nil
+}
+
+// Quiesce waits until echo in each mode is in a steady state (no pod still
+// draining from an earlier rollout, endpoints exactly the ready pods) and
+// gives the proxies a moment to program it: every load measures steady
+// state, whatever spec ran before it.
+func Quiesce(ctx context.Context, r *spec.Run, modes ...mode.Mode) error {
+	m, err := Of(r)
+	if err != nil {
+		return err
+	}
+	for _, md := range modes {
+		if err := m.K.WaitQuiet(ctx, md.Namespace(), fixtures.EchoName, r.Env.Config.Timeouts.Quiet); err != nil {
+			return err
+		}
+	}
+	Settle(ctx, r, r.Env.Config.Timeouts.ProxySync, "the proxies to program settled endpoints")
+	return nil
 }

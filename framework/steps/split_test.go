@@ -3,6 +3,8 @@ package steps
 import (
 	"testing"
 
+	"github.com/meshclaims/meshclaims/framework/load"
+
 	"github.com/meshclaims/meshclaims/fixtures"
 )
 
@@ -44,11 +46,21 @@ func TestMedian(t *testing.T) {
 func TestHardeningName(t *testing.T) {
 	for want, h := range map[string]fixtures.Hardening{
 		"baseline":      {},
-		"prestop+grace": {PreStopSleep: true, GracePeriod: true},
+		"prestop-grace": {PreStopSleep: true, GracePeriod: true},
 		"drain":         {SidecarDrain: true},
 	} {
 		if got := hardeningName(h); got != want {
 			t.Errorf("%+v: %s, want %s", h, got, want)
+		}
+	}
+}
+
+// Every hardening's name is a valid load run name (the first local CI run
+// failed on "prestop+grace").
+func TestHardeningNamesAreRunNames(t *testing.T) {
+	for _, h := range []fixtures.Hardening{{}, {PreStopSleep: true, GracePeriod: true, SidecarDrain: true}, {GracePeriod: true}} {
+		if err := load.ValidateName("rollout-none-" + hardeningName(h)); err != nil {
+			t.Errorf("%+v: %v", h, err)
 		}
 	}
 }
