@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/meshclaims/meshclaims/fixtures"
 	"github.com/meshclaims/meshclaims/framework/mode"
@@ -52,6 +53,12 @@ var _ = spec.Declare(spec.Def{
 			parts = append(parts, fmt.Sprintf("%s: 503 %d, -1 %d of %d (%v cycles)", f.name, *fm.Count, *fm.NoResponse, *fm.Total, fm.Extra["cycles"]))
 		}
 		m.Detail = strings.Join(parts, "; ")
+		names := make([]string, len(factors))
+		for i, f := range factors {
+			names[i] = f.name
+		}
+		r.SetSetup("one T1 run per setting alone (%s): 100 qps, 16 connections, %s each, restart loop with %s limit (documented: 600s; -duration-scale=%g)",
+			strings.Join(names, ", "), r.Env.Config.Scale(600*time.Second, 30*time.Second), r.Env.Config.Timeouts.RolloutComplete, r.Env.Config.DurationScale)
 		return m, nil
 	},
 })
