@@ -77,7 +77,7 @@ func RolloutLoad(ctx context.Context, r *spec.Run, m mode.Mode, h fixtures.Harde
 		if err := Quiesce(ctx, r, m); err != nil {
 			return nil, err
 		}
-		dur := r.Env.Config.Scale(600*time.Second, 30*time.Second)
+		dur := RolloutDuration(r)
 		s := load.Spec{URL: EchoURLOf(m), QPS: 100, Connections: 16, Duration: dur, AllowInitialErrors: true}
 		r.SetSetup("100 qps, 16 connections, %s, restart loop with %s limit (documented: 600s; -duration-scale=%g); hardening %+v",
 			dur, r.Env.Config.Timeouts.RolloutComplete, r.Env.Config.DurationScale, h)
@@ -269,4 +269,10 @@ func hardeningName(h fixtures.Hardening) string {
 		return "baseline"
 	}
 	return strings.Join(parts, "-")
+}
+
+// RolloutDuration is GUIDE T1's 600 s load after -duration-scale, at least
+// 30 s (a few restart cycles).
+func RolloutDuration(r *spec.Run) time.Duration {
+	return r.Env.Config.Scale(600*time.Second, 30*time.Second)
 }

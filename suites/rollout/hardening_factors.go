@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/meshclaims/meshclaims/fixtures"
 	"github.com/meshclaims/meshclaims/framework/mode"
@@ -58,7 +57,7 @@ var _ = spec.Declare(spec.Def{
 			names[i] = f.name
 		}
 		r.SetSetup("one T1 run per setting alone (%s): 100 qps, 16 connections, %s each, restart loop with %s limit (documented: 600s; -duration-scale=%g)",
-			strings.Join(names, ", "), r.Env.Config.Scale(600*time.Second, 30*time.Second), r.Env.Config.Timeouts.RolloutComplete, r.Env.Config.DurationScale)
+			strings.Join(names, ", "), steps.RolloutDuration(r), r.Env.Config.Timeouts.RolloutComplete, r.Env.Config.DurationScale)
 		return m, nil
 	},
 })
