@@ -173,67 +173,72 @@ func (c *Cluster) ServerVersion() string {
 	return v.GitVersion
 }
 
-// WaitQuiet waits until Service svc in ns is in a steady state: no pod its
-// selector matches is terminating, and its EndpointSlices list exactly the
-// ready pods, none of them terminating. A rollout is "complete" for the
-// Deployment controller while old pods still drain (preStop, grace period);
-// a measurement started then would measure the tail of the rollout.
+// WaitQuiet waits until Service svc in ns is in a steady state (Quiet). A
+// rollout is "complete" for the Deployment controller while old pods still
+// drain (preStop, grace period); a measurement started then would measure
+// the tail of the rollout.
 func (c *Cluster) WaitQuiet(ctx context.Context, ns, svc string, timeout time.Duration) error {
 	var last string
 	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		s, err := c.Client.CoreV1().Services(ns).Get(ctx, svc, metav1.GetOptions{})
+		quiet, why, err := c.Quiet(ctx, ns, svc)
 		if err != nil {
 			last = err.Error()
 			return false, nil
 		}
-		pods, err := c.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: labels.SelectorFromSet(s.Spec.Selector).String()})
-		if err != nil {
-			last = err.Error()
-			return false, nil
-		}
-		ready := map[string]bool{}
-		for _, p := range pods.Items {
-			if p.DeletionTimestamp != nil {
-				last = fmt.Sprintf("pod %s is terminating", p.Name)
-				return false, nil
-			}
-			if p.Status.Phase == corev1.PodRunning && podReady(&p) {
-				ready[p.Status.PodIP] = true
-			}
-		}
-		slices, err := c.Client.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + svc})
-		if err != nil {
-			last = err.Error()
-			return false, nil
-		}
-		listed := map[string]bool{}
-		for _, sl := range slices.Items {
-			for _, ep := range sl.Endpoints {
-				if ep.Conditions.Terminating != nil && *ep.Conditions.Terminating {
-					last = fmt.Sprintf("endpoint %v is terminating", ep.Addresses)
-					return false, nil
-				}
-				if ep.Conditions.Ready != nil && *ep.Conditions.Ready {
-					for _, a := range ep.Addresses {
-						listed[a] = true
-					}
-				}
-			}
-		}
-		if len(listed) != len(ready) {
-			last = fmt.Sprintf("%d ready endpoints listed for %d ready pods", len(listed), len(ready))
-			return false, nil
-		}
-		for ip := range ready {
-			if !listed[ip] {
-				last = fmt.Sprintf("ready pod %s not yet an endpoint", ip)
-				return false, nil
-			}
-		}
-		return true, nil
+		last = why
+		return quiet, nil
 	})
 	if err != nil {
 		return fmt.Errorf("service %s/%s not steady within %s: %s", ns, svc, timeout, last)
 	}
 	return nil
+}
+
+// Quiet reports whether Service svc is steady now: no pod its selector
+// matches is terminating, and its EndpointSlices list exactly the ready
+// pods, none of them terminating. why says what is not yet steady.
+func (c *Cluster) Quiet(ctx context.Context, ns, svc string) (quiet bool, why string, err error) {
+	s, err := c.Client.CoreV1().Services(ns).Get(ctx, svc, metav1.GetOptions{})
+	if err != nil {
+		return false, "", err
+	}
+	pods, err := c.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: labels.SelectorFromSet(s.Spec.Selector).String()})
+	if err != nil {
+		return false, "", err
+	}
+	ready := map[string]bool{}
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp != nil {
+			return false, fmt.Sprintf("pod %s is terminating", p.Name), nil
+		}
+		if p.Status.Phase == corev1.PodRunning && podReady(&p) {
+			ready[p.Status.PodIP] = true
+		}
+	}
+	slices, err := c.Client.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + svc})
+	if err != nil {
+		return false, "", err
+	}
+	listed := map[string]bool{}
+	for _, sl := range slices.Items {
+		for _, ep := range sl.Endpoints {
+			if ep.Conditions.Terminating != nil && *ep.Conditions.Terminating {
+				return false, fmt.Sprintf("endpoint %v is terminating", ep.Addresses), nil
+			}
+			if ep.Conditions.Ready != nil && *ep.Conditions.Ready {
+				for _, a := range ep.Addresses {
+					listed[a] = true
+				}
+			}
+		}
+	}
+	if len(listed) != len(ready) {
+		return false, fmt.Sprintf("%d ready endpoints listed for %d ready pods", len(listed), len(ready)), nil
+	}
+	for ip := range ready {
+		if !listed[ip] {
+			return false, fmt.Sprintf("ready pod %s not yet an endpoint", ip), nil
+		}
+	}
+	return true, "steady", nil
 }
