@@ -71,7 +71,7 @@ func Markdown(w io.Writer, res *Results, reg *claims.Registry) error {
 				p(" |")
 				continue
 			}
-			p(" %s |", mark[e.Result])
+			p(" %s |", cell(mark[e.Result]+" "+short(e.Measured, 48)))
 		}
 		p("\n")
 	}
@@ -162,4 +162,13 @@ func Missing(res *Results, reg *claims.Registry) []string {
 		}
 	}
 	return missing
+}
+
+// short cuts s to at most n runes, marking the cut.
+func short(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
 }

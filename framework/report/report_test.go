@@ -72,7 +72,7 @@ func TestRebuild(t *testing.T) {
 	}
 	for _, want := range []string{
 		"| provider | local |",
-		"| `rollout.baseline` | 📝 recorded | ✅ reproduced |",
+		"| `rollout.baseline` | 📝 recorded 0/6000 (0%) -1: 7 | ✅ reproduced 330/60000 (0.55%) -1: 3 |",
 		"324/60000 (0.54%) -1: 2",       // documented beside
 		"330/60000 (0.55%) -1: 3",       // measured
 		"too few requests to show zero", // the all-ok verdict on 120 requests

@@ -198,7 +198,15 @@ func (s *Suite) image(ctx context.Context) (fixtures.Images, error) {
 		s.logf("image: pushed %s", d)
 		return fixtures.Images{Workload: d.String(), PullPolicy: "IfNotPresent"}, nil
 	}
-	tar := filepath.Join(s.Cfg.ResultsDir, "images", "workload.tar")
+	// The tarball is only a vehicle into the nodes: kept out of the results
+	// directory (CI uploads it) and removed once loaded; the report keeps
+	// the image's config digest.
+	tmp, err := os.MkdirTemp("", "meshclaims-image-")
+	if err != nil {
+		return fixtures.Images{}, err
+	}
+	defer os.RemoveAll(tmp)
+	tar := filepath.Join(tmp, "workload.tar")
 	if err := images.WriteTarball(img.Image, ref, tar); err != nil {
 		return fixtures.Images{}, err
 	}
