@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -41,6 +42,9 @@ func Build(planned []Planned, env func() *Env) {
 func execute(ctx SpecContext, p Planned, env *Env) {
 	Expect(env).NotTo(BeNil(), "the suite's set-up did not run")
 	r := NewRun(p.Claim, p.Mode, env, GinkgoWriter)
+	r.onCleanup = func(f func(context.Context) error) {
+		DeferCleanup(func(ctx SpecContext) error { return f(ctx) })
+	}
 	AddReportEntry("claim", p.Claim.ID)
 	AddReportEntry("mode", string(p.Mode))
 	AddReportEntry("scenario", p.Def.Scenario)

@@ -1,6 +1,8 @@
 package spec
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -36,6 +38,10 @@ type Run struct {
 	setup string
 	evid  []string
 	names map[string]int
+	// onCleanup registers an undo; Ginkgo's DeferCleanup inside a spec, a
+	// list run by Close elsewhere (tests, tools).
+	onCleanup func(func(context.Context) error)
+	undo      []func(context.Context) error
 }
 
 // NewRun makes a Run; exported for tests of measure functions.
@@ -43,7 +49,23 @@ func NewRun(c *claims.Claim, m mode.Mode, env *Env, out io.Writer) *Run {
 	if out == nil {
 		out = io.Discard
 	}
-	return &Run{Claim: c, Mode: m, Env: env, Out: out, start: time.Now()}
+	r := &Run{Claim: c, Mode: m, Env: env, Out: out, start: time.Now()}
+	r.onCleanup = func(f func(context.Context) error) { r.undo = append(r.undo, f) }
+	return r
+}
+
+// Defer registers f to undo something the spec changed (a policy applied, a
+// Deployment hardened or scaled); it runs when the spec ends, pass or fail.
+func (r *Run) Defer(f func(context.Context) error) { r.onCleanup(f) }
+
+// Close runs the undos registered outside a Ginkgo spec, last first.
+func (r *Run) Close(ctx context.Context) error {
+	var errs []error
+	for i := len(r.undo) - 1; i >= 0; i-- {
+		errs = append(errs, r.undo[i](ctx))
+	}
+	r.undo = nil
+	return errors.Join(errs...)
 }
 
 // Namespace is the mode's namespace.

@@ -1,7 +1,6 @@
 package steps
 
 import (
-	. "github.com/onsi/ginkgo/v2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -146,7 +145,7 @@ func harden(ctx context.Context, r *spec.Run, m mode.Mode, h fixtures.Hardening)
 	if err := mesh.Applier.Apply(ctx, fixtures.Harden(fixtures.Echo(t, o.Images, o.EchoReplicas), h)); err != nil {
 		return err
 	}
-	DeferCleanup(func(ctx SpecContext) error {
+	r.Defer(func(ctx context.Context) error {
 		if err := mesh.Applier.Apply(ctx, fixtures.Echo(t, o.Images, o.EchoReplicas)); err != nil {
 			return err
 		}
@@ -181,7 +180,7 @@ func OrdersDuringRollout(ctx context.Context, r *spec.Run) (verdict.Measured, er
 	if err := scale(ctx, mesh, ns, fixtures.OrderClientName, 1); err != nil {
 		return verdict.Measured{}, err
 	}
-	DeferCleanup(func(ctx SpecContext) error { return scale(ctx, mesh, ns, fixtures.OrderClientName, 0) })
+	r.Defer(func(ctx context.Context) error { return scale(ctx, mesh, ns, fixtures.OrderClientName, 0) })
 	if err := mesh.K.WaitAvailable(ctx, ns, r.Env.Config.Timeouts.WorkloadsReady, fixtures.OrderClientName); err != nil {
 		return verdict.Measured{}, err
 	}

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"time"
 
-	. "github.com/onsi/ginkgo/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/meshclaims/meshclaims/fixtures"
@@ -59,7 +58,7 @@ func Apply(ctx context.Context, r *spec.Run, objs ...client.Object) error {
 	if err := m.Applier.Apply(ctx, objs...); err != nil {
 		return err
 	}
-	DeferCleanup(func(ctx SpecContext) error {
+	r.Defer(func(ctx context.Context) error {
 		return m.Applier.Phase(ctx, "delete claim objects of "+r.Claim.ID, func(ctx context.Context) error {
 			var errs []error
 			for i := len(objs) - 1; i >= 0; i-- {

@@ -5,8 +5,6 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	. "github.com/onsi/ginkgo/v2"
-
 	"github.com/meshclaims/meshclaims/fixtures"
 	"github.com/meshclaims/meshclaims/framework/spec"
 )
@@ -24,7 +22,7 @@ func WithoutStrict(ctx context.Context, r *spec.Run) error {
 	}); err != nil {
 		return err
 	}
-	DeferCleanup(func(ctx SpecContext) error {
+	r.Defer(func(ctx context.Context) error {
 		return m.Applier.Apply(ctx, fixtures.PeerAuthStrict(Target(r)))
 	})
 	Settle(ctx, r, r.Env.Config.Timeouts.NetPolSettle, "istiod to push PERMISSIVE")
