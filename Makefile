@@ -68,8 +68,12 @@ $(BIN)/kube-router/kube-router: cmd/kube-router/go.mod cmd/kube-router/go.sum
 # GUIDE's EKS numbers are judged and reported, not gated, since a shared
 # 2-core runner's absolute latencies are not what the claims describe.
 # report --complete then fails unless every none-mode claim was measured.
+# Before that, the provider's own test, and the Istio modes' scenario steps
+# (gRPC, download, SSE, canary split, churn, proxy usage, T2 orders) driven
+# against the real cluster in the no-mesh namespace.
 e2e-local: k8s-bin kube-router local-deps ## the none-mode specs on a local single-node cluster (root)
 	MESHCLAIMS_LOCAL=1 $(GO) test -count=1 -timeout 20m -run TestLocalClusterEndToEnd ./framework/localk8s/
+	MESHCLAIMS_LOCAL=1 $(GO) test -count=1 -timeout 30m -run TestStepsOnLocalCluster ./framework/steps/
 	rm -rf results/$(E2E_LOCAL_RUN)
 	$(GO) test ./e2e -count=1 -v -timeout 60m -mode=none -provider=local -duration-scale=$(E2E_LOCAL_SCALE) \
 		-fail-on=error -results=$(CURDIR)/results -run-id=$(E2E_LOCAL_RUN)

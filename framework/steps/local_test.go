@@ -1,0 +1,161 @@
+package steps_test
+
+import (
+	"context"
+	"flag"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/meshclaims/meshclaims/fixtures"
+	"github.com/meshclaims/meshclaims/framework/claims"
+	"github.com/meshclaims/meshclaims/framework/config"
+	"github.com/meshclaims/meshclaims/framework/mode"
+	"github.com/meshclaims/meshclaims/framework/setup"
+	"github.com/meshclaims/meshclaims/framework/spec"
+	"github.com/meshclaims/meshclaims/framework/stats"
+	"github.com/meshclaims/meshclaims/framework/steps"
+)
+
+// TestStepsOnLocalCluster drives the scenario steps that only the Istio
+// modes' specs use (gRPC load, large download, SSE spacing, canary split,
+// churn, proxy usage, T2 orders during rollouts) against a real cluster: the
+// local provider, in the no-mesh namespace. It proves the machinery, not the
+// claims, and gives the split detector a real-cluster control: without an L7
+// proxy the 90/10 route does not exist and the split must come out as the
+// replica share, "not-honoured".
+//
+// Runs with MESHCLAIMS_LOCAL=1 as root (make e2e-local).
+func TestStepsOnLocalCluster(t *testing.T) {
+	if os.Getenv("MESHCLAIMS_LOCAL") != "1" {
+		t.Skip("set MESHCLAIMS_LOCAL=1 (root) to run the steps on a local cluster")
+	}
+	_, here, _, _ := runtime.Caller(0)
+	root := filepath.Join(filepath.Dir(here), "..", "..")
+	fs := flag.NewFlagSet("steps", flag.ContinueOnError)
+	cfg := config.Register(fs)
+	if err := fs.Parse([]string{"-mode=none", "-provider=local", "-cluster-name=meshclaims-steps", "-duration-scale=0.02",
+		"-results=" + t.TempDir(), "-run-id=steps"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Validate(root, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	reg, err := claims.Load(cfg.ClaimsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	out := testWriter{t}
+	s, err := setup.Up(ctx, cfg, reg, out)
+	t.Cleanup(func() {
+		if err := s.Down(context.Background(), t.Failed()); err != nil {
+			t.Errorf("tear-down: %v", err)
+		}
+	})
+	if err != nil {
+		t.Fatalf("set-up: %v", err)
+	}
+	run := func(t *testing.T, claim string) *spec.Run {
+		r := spec.NewRun(reg.MustGet(claim), mode.None, s.Env, out)
+		t.Cleanup(func() {
+			if err := r.Close(context.Background()); err != nil {
+				t.Errorf("undo: %v", err)
+			}
+		})
+		return r
+	}
+	echo := func(path string) string { return strings.TrimSuffix(steps.EchoURLOf(mode.None), "/") + path }
+
+	t.Run("grpc", func(t *testing.T) {
+		r := run(t, "sidecar.grpc-latency")
+		target := fixtures.EchoName + "." + mode.None.Namespace() + ":8079"
+		ms, err := steps.GRPCLoad(ctx, r, steps.InMeshOf(r, mode.None), "grpc-none", target, 100, 4, 3*time.Second)
+		if err != nil || ms <= 0 {
+			t.Fatalf("gRPC mean %v ms, %v", ms, err)
+		}
+	})
+	t.Run("download", func(t *testing.T) {
+		r := run(t, "sidecar.large-download")
+		d, err := steps.Download(ctx, r, steps.InMeshOf(r, mode.None), echo("/bytes?n=104857600"))
+		if err != nil || d.Bytes != 100<<20 || d.MBps <= 0 {
+			t.Fatalf("download %+v, %v", d, err)
+		}
+	})
+	t.Run("sse", func(t *testing.T) {
+		r := run(t, "sidecar.sse-intervals")
+		ivs, err := steps.SSEIntervals(ctx, r, steps.InMeshOf(r, mode.None), echo("/sse?n=50&interval=20ms"))
+		if err != nil || len(ivs) != 49 {
+			t.Fatalf("%d intervals, %v", len(ivs), err)
+		}
+		// Streamed, not buffered: events cannot arrive faster than sent.
+		if med, _ := stats.Percentile(ivs, 50); med < 15 {
+			t.Fatalf("median interval %.1f ms: events arrived bunched", med)
+		}
+	})
+	t.Run("split without an L7 proxy is not honoured", func(t *testing.T) {
+		r := run(t, "canary.east-west-needs-l7")
+		url := "http://" + fixtures.CanaryName + "." + mode.None.Namespace() + ":8080/debug"
+		m, err := steps.Split(ctx, r, steps.InMeshOf(r, mode.None), url, fixtures.DefaultSplit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Outcome != "not-honoured" {
+			t.Fatalf("kube-proxy honoured a route that does not exist: %s", m.Detail)
+		}
+		t.Log(m.Detail)
+	})
+	t.Run("churn", func(t *testing.T) {
+		r := run(t, "scale.churn-stability")
+		quiet, churned, err := steps.ChurnRuns(ctx, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := steps.Stability(quiet, churned)
+		if st.Value == nil || st.Extra["quiet_qps"] <= 0 || st.Extra["churn_qps"] <= 0 {
+			t.Fatalf("stability %+v", st)
+		}
+		cores, err := steps.NodeCores(ctx, r)
+		if err != nil || cores <= 0 {
+			t.Fatalf("cores %v, %v", cores, err)
+		}
+	})
+	t.Run("proxy usage reads the kubelets", func(t *testing.T) {
+		r := run(t, "resources.budget-model")
+		u, err := steps.ProxyUsage(ctx, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if u["sidecar_count"] != 0 || u["ztunnel_count"] != 0 {
+			t.Fatalf("proxies found on a cluster without a mesh: %v", u)
+		}
+	})
+	t.Run("orders during rollouts", func(t *testing.T) {
+		r := run(t, "retry.no-duplicates")
+		m, err := steps.OrdersDuringRollout(ctx, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if *m.Total == 0 || m.Extra["cycles"] < 1 {
+			t.Fatalf("orders %+v", m)
+		}
+		// Without retries nothing can run twice: the detector must say 0.
+		if *m.Count != 0 {
+			t.Fatalf("%d duplicate executions without any retry", *m.Count)
+		}
+		t.Logf("sent %d, failures %v, cycles %v", *m.Total, m.Extra["client_failures"], m.Extra["cycles"])
+	})
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+var _ io.Writer = testWriter{}
