@@ -1,9 +1,10 @@
-// Package resources holds REVIEW's budget model, checked as arithmetic and
-// set beside the proxies' measured memory and CPU.
+// Package resources holds REVIEW's budget model, judged with measured
+// proxy memory in place of its assumed inputs.
 package resources
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/spec"
@@ -11,32 +12,53 @@ import (
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
 
-// Model: 100 pods; sidecars 50 MB / 0.1 vCPU each; ambient 10 ztunnels
-// (50 MB / 0.1 vCPU) + 1 waypoint (200 MB / 0.5 vCPU).
-// Scenario: recompute the model's MB for the mode, and read the real proxies'
-// working-set memory and CPU from the kubelets' summary API.
-// Expectation: the model's own numbers (5,000 MB; 700 MB) hold.
+// The model: 100 pods; a sidecar per pod; or 10 ztunnels (one per node) and
+// one waypoint.
+const (
+	modelPods     = 100
+	modelZtunnels = 10
+)
+
+// Scenario: read the working-set memory and CPU of the running proxies from
+// the kubelets' summary API (sidecars in sidecar mode; ztunnels and the
+// waypoint in ambient-l7) and put the measured per-proxy averages into the
+// model's formula. Expectation: REVIEW's totals (5,000 MB for sidecars,
+// 700 MB for ambient) within the tolerance.
 var _ = spec.Declare(spec.Def{
 	Claim:    "resources.budget-model",
 	Area:     "resources",
-	Scenario: "REVIEW's budget model recomputed, with measured proxy memory and CPU beside it",
+	Scenario: "REVIEW's budget model with measured proxy working sets as its inputs",
 	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measured, error) {
-		const pods, sidecarMB, ztunnels, ztunnelMB, waypointMB = 100, 50.0, 10, 50.0, 200.0
-		model := pods * sidecarMB
-		if r.Mode == mode.AmbientL7 {
-			model = ztunnels*ztunnelMB + waypointMB
-		}
-		m := verdict.Measured{Value: verdict.Float64(model), Extra: map[string]float64{
-			"model_memory_saving": 1 - (ztunnels*ztunnelMB+waypointMB)/(pods*sidecarMB),
-			"model_cpu_saving":    1 - (ztunnels*0.1+0.5)/(pods*0.1),
-		}}
-		usage, err := steps.ProxyUsage(ctx, r)
+		u, err := steps.ProxyUsage(ctx, r)
 		if err != nil {
-			return m, err
+			return verdict.Measured{}, err
 		}
-		for k, v := range usage {
-			m.Extra[k] = v
+		avg := func(kind string) (float64, error) {
+			n := u[kind+"_count"]
+			if n == 0 {
+				return 0, fmt.Errorf("no %s proxy is running: nothing to measure the model's %s input with", kind, kind)
+			}
+			return u[kind+"_memory_mb"] / n, nil
 		}
-		return m, nil
+		var total float64
+		if r.Mode == mode.Sidecar {
+			sc, err := avg("sidecar")
+			if err != nil {
+				return verdict.Measured{}, err
+			}
+			total = modelPods * sc
+		} else {
+			zt, err := avg("ztunnel")
+			if err != nil {
+				return verdict.Measured{}, err
+			}
+			wp, err := avg("waypoint")
+			if err != nil {
+				return verdict.Measured{}, err
+			}
+			total = modelZtunnels*zt + wp
+		}
+		r.SetSetup("model formula with measured per-proxy working sets: %d pods with sidecars, or %d ztunnels + 1 waypoint", modelPods, modelZtunnels)
+		return verdict.Measured{Value: verdict.Float64(total), Extra: u}, nil
 	},
 })
