@@ -16,6 +16,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
@@ -127,7 +128,11 @@ func Up(ctx context.Context, cfg *config.Config, reg *claims.Registry, out io.Wr
 	s.logf("cluster: %s, Kubernetes %s, pinned (%s)", rc.Host, s.envInfo.Kubernetes, guard.Pinned())
 
 	// 2. The workload image, built here and loaded into the nodes (or pushed).
-	img, err := s.image(ctx)
+	arch, err := nodeArch(ctx, k)
+	if err != nil {
+		return s, err
+	}
+	img, err := s.image(ctx, arch)
 	if err != nil {
 		return s, err
 	}
@@ -177,14 +182,14 @@ func Up(ctx context.Context, cfg *config.Config, reg *claims.Registry, out io.Wr
 	return s, nil
 }
 
-func (s *Suite) image(ctx context.Context) (fixtures.Images, error) {
+func (s *Suite) image(ctx context.Context, arch string) (fixtures.Images, error) {
 	root, err := repoRoot()
 	if err != nil {
 		return fixtures.Images{}, err
 	}
 	ref := images.ImageRef("workload", WorkloadVersion)
-	s.logf("image: building %s from ./fixtures/workload", ref)
-	img, err := images.Build(ctx, images.Spec{MainPackage: "./fixtures/workload", Dir: root, Version: WorkloadVersion, Source: "github.com/meshclaims/meshclaims"})
+	s.logf("image: building %s for linux/%s from ./fixtures/workload", ref, arch)
+	img, err := images.Build(ctx, images.Spec{MainPackage: "./fixtures/workload", Dir: root, GOARCH: arch, Version: WorkloadVersion, Source: "github.com/meshclaims/meshclaims"})
 	if err != nil {
 		return fixtures.Images{}, err
 	}
@@ -299,4 +304,34 @@ func istioLabel(cfg *config.Config) string {
 		}
 	}
 	return "none (mode none only)"
+}
+
+// nodeArch is the CPU architecture of the cluster's nodes, so the workload
+// image runs on them (GUIDE's EKS nodes are arm64 m7g; a laptop builds amd64).
+// Mixed architectures are refused: one single-platform image serves a run.
+func nodeArch(ctx context.Context, k *kube.Cluster) (string, error) {
+	nodes, err := k.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return "", fmt.Errorf("listing nodes: %w", err)
+	}
+	arch := ""
+	for _, n := range nodes.Items {
+		a := n.Status.NodeInfo.Architecture
+		if a == "" {
+			continue
+		}
+		if arch != "" && a != arch {
+			return "", fmt.Errorf("nodes of different architectures (%s and %s, node %s); the suite builds one single-platform image", arch, a, n.Name)
+		}
+		arch = a
+	}
+	if arch == "" {
+		return runtime.GOARCH, nil
+	}
+	for _, ok := range images.SupportedArchitectures {
+		if arch == ok {
+			return arch, nil
+		}
+	}
+	return "", fmt.Errorf("nodes are %s; the workload image builds for %v", arch, images.SupportedArchitectures)
 }

@@ -1,0 +1,60 @@
+package setup
+
+import (
+	"context"
+	"runtime"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/meshclaims/meshclaims/framework/apiserver"
+	"github.com/meshclaims/meshclaims/framework/kube"
+	"github.com/meshclaims/meshclaims/framework/mode"
+)
+
+// The workload image is built for the nodes' architecture (GUIDE's EKS nodes
+// are arm64), on a real API server with Node objects.
+func TestNodeArch(t *testing.T) {
+	srv := apiserver.NewForTest(t)
+	k, err := kube.New(srv.Config, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if a, err := nodeArch(ctx, k); err != nil || a != runtime.GOARCH {
+		t.Fatalf("no nodes: %q, %v; want the host's %s", a, err, runtime.GOARCH)
+	}
+	addNode := func(name, arch string) {
+		t.Helper()
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		n, err := k.Client.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n.Status.NodeInfo.Architecture = arch
+		if _, err := k.Client.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	addNode("m7g-1", "arm64")
+	addNode("m7g-2", "arm64")
+	if a, err := nodeArch(ctx, k); err != nil || a != "arm64" {
+		t.Fatalf("arm64 nodes: %q, %v", a, err)
+	}
+	addNode("x86-1", "amd64")
+	if _, err := nodeArch(ctx, k); err == nil || !strings.Contains(err.Error(), "different architectures") {
+		t.Fatalf("mixed nodes accepted: %v", err)
+	}
+}
+
+func TestModesAlwaysIncludeTheBaseline(t *testing.T) {
+	got := Modes([]mode.Mode{mode.AmbientL4})
+	if len(got) != 2 || got[0] != mode.None || got[1] != mode.AmbientL4 {
+		t.Fatalf("Modes = %v", got)
+	}
+	if got := Modes([]mode.Mode{mode.None}); len(got) != 1 {
+		t.Fatalf("Modes(none) = %v", got)
+	}
+}
