@@ -8,8 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
@@ -21,9 +19,6 @@ import (
 
 	"github.com/meshclaims/meshclaims/framework/kube"
 )
-
-// AdminPort is the Envoy (sidecar, waypoint) and ztunnel admin port.
-const AdminPort = 15000
 
 // Collect writes evidence for namespaces into dir and returns the files
 // written, relative to base (the results directory). It keeps going past
@@ -68,7 +63,7 @@ func Collect(ctx context.Context, k *kube.Cluster, dir, base string, namespaces 
 				write(fmt.Sprintf("%s__%s__%s.log", ns, p.Name, c.Name), logs)
 			}
 			if hasProxy(&p) {
-				if dump, err := admin(ctx, k, ns, p.Name, "/config_dump"); err != nil {
+				if dump, err := k.AdminGet(ctx, ns, p.Name, "/config_dump"); err != nil {
 					errs = append(errs, err)
 				} else {
 					write(fmt.Sprintf("%s__%s__config_dump.json", ns, p.Name), dump)
@@ -80,7 +75,7 @@ func Collect(ctx context.Context, k *kube.Cluster, dir, base string, namespaces 
 	zt, err := k.Client.CoreV1().Pods("istio-system").List(ctx, metav1.ListOptions{LabelSelector: "app=ztunnel"})
 	if err == nil {
 		for _, p := range zt.Items {
-			if dump, err := admin(ctx, k, p.Namespace, p.Name, "/config_dump"); err != nil {
+			if dump, err := k.AdminGet(ctx, p.Namespace, p.Name, "/config_dump"); err != nil {
 				errs = append(errs, err)
 			} else {
 				write(fmt.Sprintf("istio-system__%s__config_dump.json", p.Name), dump)
@@ -100,24 +95,6 @@ func hasProxy(p *corev1.Pod) bool {
 		}
 	}
 	return false
-}
-
-func admin(ctx context.Context, k *kube.Cluster, ns, pod, path string) (string, error) {
-	addr, stop, err := k.PortForward(ctx, ns, pod, AdminPort)
-	if err != nil {
-		return "", fmt.Errorf("admin of %s/%s: %w", ns, pod, err)
-	}
-	defer stop()
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+path, nil)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return "", fmt.Errorf("admin %s of %s/%s: %w", path, ns, pod, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return string(b), err
 }
 
 func formatEvents(evs []corev1.Event) string {

@@ -242,3 +242,36 @@ func (c *Cluster) Quiet(ctx context.Context, ns, svc string) (quiet bool, why st
 	}
 	return true, "steady", nil
 }
+
+// AdminPort is the admin port of Envoy (sidecars, waypoints) and ztunnel;
+// it listens on the pod's loopback, which a port-forward reaches.
+const AdminPort = 15000
+
+// AdminGet reads an admin endpoint of a pod's proxy (e.g. /config_dump,
+// /certs) over a port-forward.
+func (c *Cluster) AdminGet(ctx context.Context, ns, pod, path string) (string, error) {
+	addr, stop, err := c.PortForward(ctx, ns, pod, AdminPort)
+	if err != nil {
+		return "", fmt.Errorf("admin of %s/%s: %w", ns, pod, err)
+	}
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+path, nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("admin %s of %s/%s: %w", path, ns, pod, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("admin %s of %s/%s: %s", path, ns, pod, resp.Status)
+	}
+	return string(b), nil
+}

@@ -5,10 +5,7 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
-	"io"
-	"net/http"
 	"strings"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -59,7 +56,7 @@ func WorkloadIdentity(ctx context.Context, r *spec.Run) (Identity, error) {
 		}
 		ns, pod, path, id.Issuer = "istio-system", zt.Items[0].Name, "/config_dump", "ztunnel"
 	}
-	dump, err := adminGet(ctx, r, ns, pod, 15000, path)
+	dump, err := m.K.AdminGet(ctx, ns, pod, path)
 	if err != nil {
 		return id, err
 	}
@@ -99,38 +96,6 @@ func roots2modes(roots map[string][]string) [][]string {
 		out = append(out, v)
 	}
 	return out
-}
-
-// adminGet reads an admin endpoint (Envoy or ztunnel, port 15000, bound to
-// the pod's loopback) through a port-forward.
-func adminGet(ctx context.Context, r *spec.Run, ns, pod string, port int, path string) (string, error) {
-	m, err := Of(r)
-	if err != nil {
-		return "", err
-	}
-	addr, stop, err := m.K.PortForward(ctx, ns, pod, port)
-	if err != nil {
-		return "", err
-	}
-	defer stop()
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+path, nil)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return "", fmt.Errorf("admin %s/%s:%d%s: %w", ns, pod, port, path, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("admin %s/%s:%d%s: %s", ns, pod, port, path, resp.Status)
-	}
-	return string(b), err
-}
-
-// AdminDump is adminGet for the evidence collector.
-func AdminDump(ctx context.Context, r *spec.Run, ns, pod, path string) (string, error) {
-	return adminGet(ctx, r, ns, pod, 15000, path)
 }
 
 // rootInDump reports whether a proxy's certificate dump refers to the root
