@@ -3,7 +3,6 @@ package steps
 import (
 	"context"
 	"fmt"
-	"sort"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,6 +11,7 @@ import (
 	"github.com/meshclaims/meshclaims/fixtures"
 	"github.com/meshclaims/meshclaims/framework/probe"
 	"github.com/meshclaims/meshclaims/framework/spec"
+	"github.com/meshclaims/meshclaims/framework/stats"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
 
@@ -62,8 +62,16 @@ func ServiceReadiness(ctx context.Context, r *spec.Run) (verdict.Measured, error
 	if err != nil {
 		return verdict.Measured{}, err
 	}
-	return verdict.Measured{Value: verdict.Float64(median(quiet)), Extra: map[string]float64{
-		"median_s_with_0": median(quiet), fmt.Sprintf("median_s_with_%d", extra): median(loaded), "extra_services": float64(extra),
+	q, err := stats.Percentile(quiet, 50)
+	if err != nil {
+		return verdict.Measured{}, err
+	}
+	l, err := stats.Percentile(loaded, 50)
+	if err != nil {
+		return verdict.Measured{}, err
+	}
+	return verdict.Measured{Value: verdict.Float64(q), Extra: map[string]float64{
+		"median_s_with_0": q, fmt.Sprintf("median_s_with_%d", extra): l, "extra_services": float64(extra),
 	}}, nil
 }
 
@@ -108,16 +116,4 @@ func timeServices(ctx context.Context, r *spec.Run, t fixtures.Target, prefix st
 		return nil
 	})
 	return out, err
-}
-
-func median(xs []float64) float64 {
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
-	if len(s) == 0 {
-		return 0
-	}
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }

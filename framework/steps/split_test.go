@@ -34,15 +34,6 @@ func TestJudgeSplit(t *testing.T) {
 	}
 }
 
-func TestMedian(t *testing.T) {
-	if m := median([]float64{3, 1, 2}); m != 2 {
-		t.Fatal(m)
-	}
-	if m := median([]float64{4, 1, 3, 2}); m != 2.5 {
-		t.Fatal(m)
-	}
-}
-
 func TestHardeningName(t *testing.T) {
 	for want, h := range map[string]fixtures.Hardening{
 		"baseline":      {},
