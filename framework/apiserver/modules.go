@@ -14,13 +14,13 @@ import (
 	// compiled into the binary that applies objects against them.
 	_ "istio.io/api/networking/v1"
 	_ "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/meshclaims/meshclaims/framework/repo"
 )
 
 const (
 	istioAPIModule   = "istio.io/api"
 	gatewayAPIModule = "sigs.k8s.io/gateway-api"
-	// repoModule is how RepoRoot recognises this repository's go.mod.
-	repoModule = "github.com/meshclaims/meshclaims"
 )
 
 // ModuleDir returns the directory of a module this binary was built with, in
@@ -114,30 +114,5 @@ func escapePath(s string) string {
 	return b.String()
 }
 
-// RepoRoot finds this repository's root by walking up from the working
-// directory to the go.mod that declares module github.com/meshclaims/meshclaims.
-func RepoRoot() (string, error) {
-	wd, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for dir := wd; ; dir = filepath.Dir(dir) {
-		data, err := os.ReadFile(filepath.Join(dir, "go.mod"))
-		if err == nil && declaresModule(data, repoModule) {
-			return dir, nil
-		}
-		if parent := filepath.Dir(dir); parent == dir {
-			return "", fmt.Errorf("no go.mod declaring module %s above %s", repoModule, wd)
-		}
-	}
-}
-
-func declaresModule(gomod []byte, mod string) bool {
-	for _, line := range strings.Split(string(gomod), "\n") {
-		f := strings.Fields(line)
-		if len(f) == 2 && f[0] == "module" && strings.Trim(f[1], `"`) == mod {
-			return true
-		}
-	}
-	return false
-}
+// RepoRoot returns the repository root (framework/repo.Root).
+func RepoRoot() (string, error) { return repo.Root() }

@@ -22,14 +22,13 @@
 package localk8s
 
 import (
-	"errors"
 	"fmt"
 	"net/netip"
-	"os"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"time"
+
+	"github.com/meshclaims/meshclaims/framework/repo"
 )
 
 // Config describes one local cluster. The zero value plus a Name is valid
@@ -105,7 +104,7 @@ func (c Config) Defaults() (Config, error) {
 		return c, fmt.Errorf("localk8s: cluster name %q is not valid; accepted: lower-case letters, digits and '-', 1-40 characters, starting and ending with a letter or digit", c.Name)
 	}
 	if c.RepoRoot == "" {
-		root, err := repoRoot()
+		root, err := repo.Root()
 		if err != nil {
 			return c, err
 		}
@@ -228,30 +227,4 @@ func (l Layout) AdminKubeconfig() string    { return filepath.Join(l.PKI(), "adm
 func (l Layout) Kubeconfig(c string) string { return filepath.Join(l.PKI(), c+".kubeconfig") }
 func (l Layout) ConfFile(name string) string {
 	return filepath.Join(l.Conf(), name)
-}
-
-// repoRoot finds the repository from this source file's location (kept in
-// test binaries and `go run` builds without -trimpath), else from the
-// working directory upwards.
-func repoRoot() (string, error) {
-	if _, here, _, ok := runtime.Caller(0); ok {
-		root := filepath.Join(filepath.Dir(here), "..", "..")
-		if _, err := os.Stat(filepath.Join(root, "framework", "localk8s", "config.go")); err == nil {
-			return filepath.Clean(root), nil
-		}
-	}
-	wd, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for d := wd; ; d = filepath.Dir(d) {
-		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
-			if _, err := os.Stat(filepath.Join(d, "framework", "localk8s")); err == nil {
-				return d, nil
-			}
-		}
-		if filepath.Dir(d) == d {
-			return "", errors.New("localk8s: cannot find the meshclaims repository from the working directory " + wd + "; set Config.RepoRoot")
-		}
-	}
 }

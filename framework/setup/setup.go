@@ -30,6 +30,7 @@ import (
 	"github.com/meshclaims/meshclaims/framework/istio"
 	"github.com/meshclaims/meshclaims/framework/kube"
 	"github.com/meshclaims/meshclaims/framework/mode"
+	"github.com/meshclaims/meshclaims/framework/repo"
 	"github.com/meshclaims/meshclaims/framework/report"
 	"github.com/meshclaims/meshclaims/framework/spec"
 	"github.com/meshclaims/meshclaims/framework/steps"
@@ -183,7 +184,7 @@ func Up(ctx context.Context, cfg *config.Config, reg *claims.Registry, out io.Wr
 }
 
 func (s *Suite) image(ctx context.Context, arch string) (fixtures.Images, error) {
-	root, err := repoRoot()
+	root, err := repo.Root()
 	if err != nil {
 		return fixtures.Images{}, err
 	}
@@ -282,18 +283,6 @@ func (s *Suite) Cleaner() *cleanup.Cleaner { return s.cleaner }
 
 func (s *Suite) logf(format string, a ...any) {
 	fmt.Fprintf(s.out, "[meshclaims %s] %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, a...))
-}
-
-func repoRoot() (string, error) {
-	_, here, _, ok := runtime.Caller(0)
-	if !ok {
-		return "", errors.New("cannot locate the repository")
-	}
-	root := filepath.Join(filepath.Dir(here), "..", "..")
-	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
-		return "", fmt.Errorf("repository root %s: %w", root, err)
-	}
-	return root, nil
 }
 
 // istioLabel is the Istio a run uses: none when only the no-mesh mode runs.
