@@ -134,7 +134,7 @@ func (h EngineHost) Detect(ctx context.Context) (ContainerEngine, error) {
 		if err == nil {
 			return e, nil
 		}
-		why = append(why, fmt.Sprintf("%s: CLI at %s, but `%s info` failed%s: %s", e.CLI, path, e.CLI, chosen, firstLine(lines, err)))
+		why = append(why, fmt.Sprintf("%s: CLI at %s, but `%s info` failed%s: %s", e.CLI, path, e.CLI, chosen, reason(lines, err)))
 	}
 	return ContainerEngine{}, fmt.Errorf("-provider=kind: %w (%s). kind runs its nodes as containers (Docker, or Podman with kind's experimental provider) and cannot start here; "+
 		"use -provider=existing -kubeconfig=PATH [-context=NAME] to run against a cluster you already have, "+
@@ -142,11 +142,23 @@ func (h EngineHost) Detect(ctx context.Context) (ContainerEngine, error) {
 		ErrNoContainerEngine, strings.Join(why, "; "))
 }
 
-func firstLine(lines []string, err error) string {
+// reason picks the line of an engine's `info` output that says why it
+// failed: `docker info` with its daemon down prints the client's section
+// ("Client:", "Version: ...") before "Cannot connect to the Docker daemon",
+// so the first line says nothing. Else the last line, else the exit error.
+func reason(lines []string, err error) string {
+	last := ""
 	for _, l := range lines {
-		if l = strings.TrimSpace(l); l != "" {
+		l = strings.TrimSpace(l)
+		if low := strings.ToLower(l); strings.Contains(low, "cannot connect") || strings.Contains(low, "error") {
 			return l
 		}
+		if l != "" {
+			last = l
+		}
+	}
+	if last != "" {
+		return last
 	}
 	return err.Error()
 }

@@ -252,7 +252,8 @@ func (f *fakeHost) host() EngineHost {
 			if f.installed[cli] {
 				return []string{"Server Version: fake"}, nil
 			}
-			return []string{"Cannot connect to the " + cli + " daemon"}, errors.New("exit status 1")
+			// The real `docker info` prints the client's section first.
+			return []string{"Client:", " Version:    28.2.2", "Cannot connect to the " + cli + " daemon", ""}, errors.New("exit status 1")
 		},
 		Getenv: func(k string) string { return f.env[k] },
 	}
@@ -435,6 +436,7 @@ func TestNoContainerEngineFailsAtOnce(t *testing.T) {
 		t.Setenv("DOCKER_CONFIG", t.TempDir())
 		err = NewKind(Options{}).Start(context.Background())
 		check(t, err, "docker: CLI at "+dir)
+		check(t, err, "Cannot connect to the Docker daemon at unix://")
 	})
 }
 
