@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 	kindcluster "sigs.k8s.io/kind/pkg/cluster"
 	kindcmd "sigs.k8s.io/kind/pkg/cmd"
+	kindversion "sigs.k8s.io/kind/pkg/cmd/kind/version"
 	kindexec "sigs.k8s.io/kind/pkg/exec"
 )
 
@@ -127,8 +128,9 @@ func (k *Kind) Start(ctx context.Context) error {
 	}
 	k.pinned = cfg
 	// Read the image back from the nodes rather than trusting the request:
-	// a reused cluster runs whatever it was created with. An engine whose
-	// inspect output differs (nerdctl) leaves the request, said as such.
+	// a reused cluster runs whatever it was created with. Where the engine
+	// cannot say (an inspect format it does not share with Docker and
+	// Podman), the report says the image was the request, not read back.
 	if k.images, err = k.nodeImages(); err != nil {
 		k.images = fmt.Sprintf("%s as requested (not read back from the nodes: %v)", k.RequestedNodeImage(), err)
 		if !k.created {
@@ -179,7 +181,7 @@ func (k *Kind) Describe() string {
 	if !k.created {
 		how = "reused"
 	}
-	return fmt.Sprintf("kind v0.33.0 cluster %q (%s) on %s, node image %s", k.opts.ClusterName, how, k.engine, k.images)
+	return fmt.Sprintf("kind v%s cluster %q (%s) on %s, node image %s", kindversion.Version(), k.opts.ClusterName, how, k.engine, k.images)
 }
 
 // connect finds a running container engine and builds kind's provider for it.

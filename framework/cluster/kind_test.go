@@ -340,6 +340,9 @@ func TestKindUsesTheEngineItDetected(t *testing.T) {
 	if got := k.Engine().String(); got != "podman (kind's experimental Podman provider)" {
 		t.Errorf("engine = %q, want podman", got)
 	}
+	if d := k.Describe(); !strings.Contains(d, "on podman (kind's experimental Podman provider)") || !strings.Contains(d, "kind v0.33.0") {
+		t.Errorf("Describe() = %q, want the engine and kind's version", d)
+	}
 	// kind's Podman provider drops the tag of a reference that has a
 	// digest and names Docker Hub (podman/images.go, sanitizeImage).
 	_, digest, _ := strings.Cut(DefaultNodeImage, "@")
