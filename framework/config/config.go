@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
+
 	"github.com/meshclaims/meshclaims/framework/mode"
 )
 
@@ -75,6 +77,7 @@ type Config struct {
 	Kubeconfig    string
 	Context       string
 	ClusterName   string
+	KindNodeImage string // "" = framework/cluster.DefaultNodeImage (Kubernetes 1.36)
 	ReuseCluster  bool
 	KeepCluster   bool
 	IstioVersion  string
@@ -111,6 +114,7 @@ func Register(fs *flag.FlagSet) *Config {
 	}
 	fs.StringVar(&c.Context, "context", "", "kubeconfig context for -provider=existing (default: its current context, pinned at start)")
 	fs.StringVar(&c.ClusterName, "cluster-name", "meshclaims", "kind or local cluster name")
+	fs.StringVar(&c.KindNodeImage, "kind-node-image", "", "node image for every kind node, e.g. kindest/node:v1.36.4@sha256:... (default: the pinned Kubernetes 1.36 image of kind v0.33.0's release notes, framework/cluster.DefaultNodeImage); the report records the image that ran")
 	fs.BoolVar(&c.ReuseCluster, "reuse-cluster", false, "reuse a cluster of that name if it exists")
 	fs.BoolVar(&c.KeepCluster, "keep-cluster", false, "keep the cluster (and the suite's namespaces) after the run")
 	fs.StringVar(&c.IstioVersion, "istio-version", "1.30.2", "Istio version to install (GUIDE measured 1.30.2)")
@@ -165,6 +169,13 @@ func (c *Config) Validate(repoRoot string, now time.Time) error {
 	}
 	if c.Provider != "existing" && (c.Kubeconfig != "" || c.Context != "") {
 		bad("-kubeconfig and -context apply to -provider=existing only (got -provider=%s)", c.Provider)
+	}
+	if c.KindNodeImage != "" {
+		if c.Provider != "kind" {
+			bad("-kind-node-image applies to -provider=kind only (got -provider=%s)", c.Provider)
+		} else if _, err := name.ParseReference(c.KindNodeImage); err != nil {
+			bad("-kind-node-image=%q is not an image reference: %v; accepted: REPOSITORY[:TAG][@sha256:DIGEST], e.g. kindest/node:v1.36.4@sha256:<64 hex digits>", c.KindNodeImage, err)
+		}
 	}
 	if c.IstioCharts != "" {
 		if st, err := os.Stat(c.IstioCharts); err != nil || !st.IsDir() {

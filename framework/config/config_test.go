@@ -53,11 +53,35 @@ func TestRejectsBadValues(t *testing.T) {
 		`-cluster-name="Mesh_Claims"`:                                      {"-cluster-name=Mesh_Claims"},
 		`-claims="/nonexistent/claims.yaml"`:                               {"-claims=/nonexistent/claims.yaml"},
 		`-istio-charts="/nonexistent"`:                                     {"-istio-charts=/nonexistent"},
+		// A digest that is not 64 hex digits, and an upper-case repository.
+		`-kind-node-image="kindest/node:v1.36.4@sha256:099e" is not an image reference`: {"-kind-node-image=kindest/node:v1.36.4@sha256:099e"},
+		`-kind-node-image="Kindest/Node:v1.36.4" is not an image reference`:             {"-kind-node-image=Kindest/Node:v1.36.4"},
+		`-kind-node-image applies to -provider=kind only`:                               {"-provider=existing", "-kind-node-image=kindest/node:v1.36.4"},
 	}
 	for want, args := range cases {
 		_, err := parse(t, args...)
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%v: error %v does not contain %q", args, err, want)
+		}
+	}
+}
+
+// Positive control for the rejections above: references kind accepts (by
+// digest as its release notes list them, by tag, or a locally built image)
+// pass and are kept as given.
+func TestAcceptsKindNodeImages(t *testing.T) {
+	for _, ref := range []string{
+		"kindest/node:v1.36.4@sha256:099e049362a1526b2db71494e1947aae99bd16290d7c895f2b7ea312e3cbfaed",
+		"kindest/node:v1.35.8",
+		"registry.example.com:5000/me/node:dev",
+	} {
+		c, err := parse(t, "-kind-node-image="+ref)
+		if err != nil {
+			t.Errorf("%s: %v", ref, err)
+			continue
+		}
+		if c.KindNodeImage != ref {
+			t.Errorf("KindNodeImage = %q, want %q", c.KindNodeImage, ref)
 		}
 	}
 }

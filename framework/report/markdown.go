@@ -27,6 +27,9 @@ func Markdown(w io.Writer, res *Results, reg *claims.Registry) error {
 	p("| where | value |\n|---|---|\n")
 	p("| provider | %s |\n| cluster | %s |\n| Kubernetes | %s |\n| Istio | %s |\n| fortio | %s |\n",
 		dash(env.Provider), dash(env.Cluster), dash(env.Kubernetes), dash(env.Istio), dash(env.Fortio))
+	if env.NodeImage != "" {
+		p("| node image | %s |\n", env.NodeImage)
+	}
 	p("| modes | %s |\n| duration scale | %g (1 = documented setups) |\n| repeats | %d |\n| registry | %s |\n",
 		joinModes(env.Modes), env.DurationScale, env.Repeats, dash(env.Registry))
 	if !env.Started.IsZero() {

@@ -131,3 +131,40 @@ func TestOpenRejectsOtherDirectories(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// The kind node image a run's nodes ran is kept in environment.json and
+// shown in the report's "where" table; a run without one shows no row.
+func TestNodeImageInEnvironmentAndReport(t *testing.T) {
+	reg, err := claims.Load(registryPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const img = "kindest/node:v1.36.4@sha256:099e049362a1526b2db71494e1947aae99bd16290d7c895f2b7ea312e3cbfaed"
+	for _, c := range []struct {
+		image, want string
+		present     bool
+	}{{img, "| node image | " + img + " |", true}, {"", "| node image |", false}} {
+		d := sampleDir(t)
+		env, err := d.LoadEnvironment()
+		if err != nil {
+			t.Fatal(err)
+		}
+		env.NodeImage = c.image
+		if err := d.SaveEnvironment(env); err != nil {
+			t.Fatal(err)
+		}
+		if back, err := d.LoadEnvironment(); err != nil || back.NodeImage != c.image {
+			t.Fatalf("environment.json node image = %q (%v), want %q", back.NodeImage, err, c.image)
+		}
+		if _, err := d.Rebuild(reg); err != nil {
+			t.Fatal(err)
+		}
+		md, err := os.ReadFile(filepath.Join(d.Path, "report.md"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(string(md), c.want); got != c.present {
+			t.Errorf("node image %q: report has %q = %v, want %v:\n%s", c.image, c.want, got, c.present, md)
+		}
+	}
+}

@@ -40,6 +40,7 @@ type Environment struct {
 	Provider      string      `json:"provider"` // kind, existing, local
 	Cluster       string      `json:"cluster"`  // cluster name or API server URL
 	Kubernetes    string      `json:"kubernetes,omitempty"`
+	NodeImage     string      `json:"node_image,omitempty"` // kind: the image the nodes ran, read back from the engine
 	Istio         string      `json:"istio,omitempty"`
 	Fortio        string      `json:"fortio,omitempty"`
 	Modes         []mode.Mode `json:"modes"`

@@ -96,7 +96,7 @@ func Up(ctx context.Context, cfg *config.Config, reg *claims.Registry, out io.Wr
 
 	// 1. The cluster, pinned once. cluster.Setup is e2e-framework's env.Func.
 	s.Provider, err = cluster.New(cfg.Provider, cluster.Options{
-		ClusterName: cfg.ClusterName, Reuse: cfg.ReuseCluster,
+		ClusterName: cfg.ClusterName, Reuse: cfg.ReuseCluster, NodeImage: cfg.KindNodeImage,
 		Kubeconfig: cluster.KubeconfigSelector{Path: cfg.Kubeconfig, Context: cfg.Context},
 	})
 	if err != nil {
@@ -124,6 +124,10 @@ func Up(ctx context.Context, cfg *config.Config, reg *claims.Registry, out io.Wr
 	s.envInfo.Cluster = rc.Host
 	if d, ok := s.Provider.(cluster.Describer); ok {
 		s.envInfo.Notes = append(s.envInfo.Notes, d.Describe())
+		s.logf("cluster: %s", d.Describe())
+	}
+	if n, ok := s.Provider.(cluster.NodeImager); ok {
+		s.envInfo.NodeImage = n.NodeImage()
 	}
 	s.envInfo.Kubernetes = k.ServerVersion()
 	s.logf("cluster: %s, Kubernetes %s, pinned (%s)", rc.Host, s.envInfo.Kubernetes, guard.Pinned())
