@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/meshclaims/meshclaims/fixtures"
+	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/proxycert"
 	"github.com/meshclaims/meshclaims/framework/spec"
 	"github.com/meshclaims/meshclaims/framework/verdict"
@@ -68,15 +69,7 @@ func WorkloadIdentity(ctx context.Context, r *spec.Run) (Identity, error) {
 	if err := r.SaveRaw("identity-"+pod, []byte(dump), map[string]string{"pod": ns + "/" + pod, "path": path}); err != nil {
 		return id, err
 	}
-	held, err := parse([]byte(dump))
-	if err != nil {
-		return id, fmt.Errorf("%s/%s %s: %w", ns, pod, path, err)
-	}
-
-	// The namespaces' roots, grouped by the certificates they hold (DER), not
-	// by the text of the PEM.
-	roots := map[string][]string{}
-	var own []*x509.Certificate
+	var roots []namespaceRoot
 	for _, mm := range r.Env.Config.Modes {
 		if !mm.Meshed() {
 			continue
@@ -85,24 +78,59 @@ func WorkloadIdentity(ctx context.Context, r *spec.Run) (Identity, error) {
 		if err != nil {
 			return id, fmt.Errorf("root CA of %s: %w", mm.Namespace(), err)
 		}
-		certs, err := proxycert.ParsePEM([]byte(cm.Data["root-cert.pem"]))
+		roots = append(roots, namespaceRoot{Mode: mm, PEM: cm.Data["root-cert.pem"]})
+	}
+	id, err = judgeIdentity(id, r.Mode, []byte(dump), parse, roots)
+	if err != nil {
+		return id, fmt.Errorf("%s/%s %s: %w", ns, pod, path, err)
+	}
+	id.Detail = fmt.Sprintf("issuer %s (%s/%s %s): %s", id.Issuer, ns, pod, path, id.Detail)
+	return id, nil
+}
+
+// namespaceRoot is the root-cert.pem istiod published in a mode's namespace
+// (ConfigMap istio-ca-root-cert).
+type namespaceRoot struct {
+	Mode mode.Mode
+	PEM  string
+}
+
+// judgeIdentity decides from a proxy's dump whether it holds id.Want usably
+// and trusts the root of mode own, and whether every meshed namespace of the
+// run holds the same root (compared as certificates, not as PEM text).
+func judgeIdentity(id Identity, own mode.Mode, dump []byte, parse func([]byte) (proxycert.Dump, error), roots []namespaceRoot) (Identity, error) {
+	held, err := parse(dump)
+	if err != nil {
+		return id, err
+	}
+	groups := map[string][]string{}
+	var keys []string
+	var ownRoots []*x509.Certificate
+	for _, nr := range roots {
+		certs, err := proxycert.ParsePEM([]byte(nr.PEM))
 		if err != nil {
-			return id, fmt.Errorf("ConfigMap %s/istio-ca-root-cert root-cert.pem: %w", mm.Namespace(), err)
+			return id, fmt.Errorf("ConfigMap %s/istio-ca-root-cert root-cert.pem: %w", nr.Mode.Namespace(), err)
 		}
-		if mm.Namespace() == r.Namespace() {
-			own = certs
+		if nr.Mode == own {
+			ownRoots = certs
 		}
 		key := derKey(certs)
-		roots[key] = append(roots[key], string(mm))
+		if _, seen := groups[key]; !seen {
+			keys = append(keys, key)
+		}
+		groups[key] = append(groups[key], string(nr.Mode))
 	}
-	if own == nil {
-		return id, fmt.Errorf("mode %s is not among the run's meshed modes %v; no root CA to compare", r.Mode, r.Env.Config.Modes)
+	if ownRoots == nil {
+		return id, fmt.Errorf("no root CA of mode %s among the meshed namespaces' roots", own)
 	}
-	c := held.Check(id.Want, own)
+	var modes [][]string
+	for _, k := range keys {
+		modes = append(modes, groups[k])
+	}
+	c := held.Check(id.Want, ownRoots)
 	id.Found = c.Found
-	id.RootShared = len(roots) == 1 && c.RootsMatch
-	id.Detail = fmt.Sprintf("issuer %s (%s/%s %s): %s; %d distinct root(s) across meshed namespaces %v",
-		id.Issuer, ns, pod, path, c.Detail, len(roots), roots2modes(roots))
+	id.RootShared = len(groups) == 1 && c.RootsMatch
+	id.Detail = fmt.Sprintf("%s; %d distinct root(s) across meshed namespaces %v", c.Detail, len(groups), modes)
 	return id, nil
 }
 
@@ -113,12 +141,4 @@ func derKey(certs []*x509.Certificate) string {
 		b.Write(c.Raw)
 	}
 	return b.String()
-}
-
-func roots2modes(roots map[string][]string) [][]string {
-	var out [][]string
-	for _, v := range roots {
-		out = append(out, v)
-	}
-	return out
 }
