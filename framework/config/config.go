@@ -51,6 +51,7 @@ type Timeouts struct {
 	ServiceReady    time.Duration // kubeproxy.service-scale: one Service answering
 	Quiet           time.Duration // a Service steady after a rollout: old pods gone (preStop 10 s + grace 40 s)
 	ProxySync       time.Duration // kube-proxy/ztunnel to program endpoints that just settled
+	GatewayReady    time.Duration // a Deployment istiod creates for a Gateway (ingress, waypoint) to appear and roll out, and a waypoint's Gateway to be Programmed with an address
 }
 
 // DefaultTimeouts returns the defaults.
@@ -66,6 +67,7 @@ func DefaultTimeouts() Timeouts {
 		ServiceReady:    60 * time.Second,
 		Quiet:           3 * time.Minute,
 		ProxySync:       2 * time.Second,
+		GatewayReady:    3 * time.Minute,
 	}
 }
 

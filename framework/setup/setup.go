@@ -179,6 +179,11 @@ func Up(ctx context.Context, cfg *config.Config, reg *claims.Registry, out io.Wr
 			}
 		}
 	}
+	// istiod deploys each waypoint itself; ambient-l7 specs must not start
+	// while ztunnel still bypasses it.
+	if err := steps.WaitWaypoints(ctx, s.Mesh, objs, cfg.Timeouts.GatewayReady, s.logf); err != nil {
+		return s, err
+	}
 	where := fmt.Sprintf("%s (%s), Kubernetes %s, Istio %s", cfg.Provider, rc.Host, s.envInfo.Kubernetes, istioLabel(cfg))
 	if err := s.Results.SaveEnvironment(s.envInfo); err != nil {
 		return s, err

@@ -78,13 +78,15 @@ func JudgeSplit(v1, v2 int64, s fixtures.Split) (verdict.Measured, error) {
 }
 
 // IngressURL is the in-cluster URL of the mode's ingress Gateway Service
-// (Istio names it <gateway>-istio), waiting until Istio has created it.
+// (Istio names it <gateway>-istio), waiting until istiod has created its
+// Deployment and that has rolled out. The Deployment appears some time after
+// the Gateway is applied, so a first NotFound is waited through.
 func IngressURL(ctx context.Context, r *spec.Run, path string) (string, error) {
 	m, err := Of(r)
 	if err != nil {
 		return "", err
 	}
-	if err := m.K.WaitAvailable(ctx, r.Namespace(), r.Env.Config.Timeouts.WorkloadsReady, fixtures.IngressServiceName); err != nil {
+	if err := m.K.WaitCreatedAvailable(ctx, r.Namespace(), r.Env.Config.Timeouts.GatewayReady, fixtures.IngressServiceName); err != nil {
 		return "", err
 	}
 	svc, err := m.K.Client.CoreV1().Services(r.Namespace()).Get(ctx, fixtures.IngressServiceName, metav1.GetOptions{})
