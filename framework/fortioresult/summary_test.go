@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -218,7 +219,7 @@ func TestLittlesLawSaturated(t *testing.T) {
 	if s.RequestedQPS != "max" || !s.Little.Saturated {
 		t.Fatalf("requested %q, Little %+v: want a saturated max-qps run", s.RequestedQPS, s.Little)
 	}
-	if !s.Little.OK || !s.Little.Consistent || s.Little.CoarseHistogram {
+	if !s.Little.OK || !s.Little.Consistent || s.Little.CoarseHistogram || s.Little.Verdict != stats.LawHolds {
 		t.Errorf("Little's law on a real saturated run: %+v", s.Little)
 	}
 	if want := 4 / s.QPS * 1e3; !sameFloat(s.Little.ExpectedMeanMs, want) {
@@ -227,8 +228,35 @@ func TestLittlesLawSaturated(t *testing.T) {
 
 	r.DurationHistogram.Avg *= 2
 	bad := fortioresult.Summarize(r)
-	if bad.Little.Consistent || bad.Little.OK {
+	if bad.Little.Consistent || bad.Little.OK || bad.Little.Verdict != stats.LawViolated {
 		t.Errorf("doubled mean passed Little's law: %+v", bad.Little)
+	}
+}
+
+// TestLittleNotApplicableWhenPaced: a fixed-qps run that reached its target
+// (connections idle between calls) is outside Little's law: the verdict is
+// "not applicable" whatever the histogram, and the histogram's own flag
+// stays separate (coarse at 1 ms, fine at 10 µs on a 0.2 ms echo).
+func TestLittleNotApplicableWhenPaced(t *testing.T) {
+	for _, c := range []struct {
+		resolution float64
+		coarse     bool
+	}{{1e-5, false}, {1e-3, true}} {
+		path, _ := fortiotest.Run(t, fortiotest.WithQPS(100), fortiotest.WithConnections(4),
+			fortiotest.WithDelay("200us"), fortiotest.WithResolution(c.resolution))
+		s := fortioresult.Summarize(readBack(t, path))
+		if s.QPS < 0.95*100 {
+			t.Fatalf("paced run reached %v of 100 qps: not the unsaturated case", s.QPS)
+		}
+		l := s.Little
+		if l.Verdict != stats.LawNotApplicable || l.Saturated || l.ExpectedMeanMs != 0 ||
+			!strings.HasPrefix(l.LawReason, "not saturated (") {
+			t.Errorf("resolution %g: paced run judged by Little's law: %+v", c.resolution, l)
+		}
+		if l.CoarseHistogram != c.coarse || l.OK == c.coarse {
+			t.Errorf("resolution %g: coarse %v ok %v, want coarse %v (P50 %v ms): %s",
+				c.resolution, l.CoarseHistogram, l.OK, c.coarse, s.PercentilesMs["50"], l.HistogramReason)
+		}
 	}
 }
 
@@ -258,9 +286,15 @@ func TestSummaryJSONKeys(t *testing.T) {
 	if err := json.Unmarshal(data, &m); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{"file", "requests", "codes", "socket_errors", "sockets", "connections", "qps", "percentiles_ms", "mean_ms", "rates", "little_law"} {
+	for _, k := range []string{"file", "requests", "codes", "socket_errors", "sockets", "connections", "qps", "percentiles_ms", "mean_ms", "rates", "little_law", "protocol", "sockets_recorded"} {
 		if _, ok := m[k]; !ok {
 			t.Errorf("summary JSON lacks %q: %s", k, data)
+		}
+	}
+	ll, _ := m["little_law"].(map[string]any)
+	for _, k := range []string{"verdict", "law_reason", "histogram_reason", "coarse_histogram", "reason"} {
+		if _, ok := ll[k]; !ok {
+			t.Errorf("little_law lacks %q: %v", k, ll)
 		}
 	}
 	pm, _ := m["percentiles_ms"].(map[string]any)
