@@ -7,10 +7,12 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
 	wp "github.com/meshclaims/meshclaims/fixtures/workload/probe"
+	"github.com/meshclaims/meshclaims/framework/load"
 	"github.com/meshclaims/meshclaims/framework/probe"
 	"github.com/meshclaims/meshclaims/framework/spec"
 )
@@ -103,14 +105,21 @@ type grpcResult struct {
 	}
 }
 
+// grpcLoadQuery is the REST query of a gRPC ping load, recorded at
+// load.LatencyResolution (its mean and percentiles are the claim).
+func grpcLoadQuery(name, target string, qps float64, conns int, d time.Duration) url.Values {
+	return url.Values{
+		"runner": {"grpc"}, "url": {target}, "ping": {"on"}, "qps": {fmt.Sprint(qps)},
+		"c": {fmt.Sprint(conns)}, "t": {d.String()}, "labels": {name},
+		"r": {strconv.FormatFloat(load.LatencyResolution, 'g', -1, 64)},
+	}
+}
+
 // GRPCLoad runs fortio's gRPC ping runner from client c against target
 // (host:port) and returns the mean latency in ms. It calls the REST API
 // directly: the load engine speaks the HTTP runner's result format only.
 func GRPCLoad(ctx context.Context, r *spec.Run, c probe.Client, name, target string, qps float64, conns int, d time.Duration) (float64, error) {
-	q := url.Values{
-		"runner": {"grpc"}, "url": {target}, "ping": {"on"}, "qps": {fmt.Sprint(qps)},
-		"c": {fmt.Sprint(conns)}, "t": {d.String()}, "r": {"0.0001"}, "labels": {name},
-	}
+	q := grpcLoadQuery(name, target, qps, conns, d)
 	var res grpcResult
 	if err := clientGet(ctx, r, c, "/fortio/rest/run", q, d+2*time.Minute, &res); err != nil {
 		return 0, err
