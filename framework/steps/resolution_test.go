@@ -1,9 +1,11 @@
 package steps
 
 import (
+	"os"
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -93,4 +95,29 @@ func summarize(t *testing.T, run *load.Run) fortioresult.Summary {
 		t.Fatal(err)
 	}
 	return fortioresult.Summarize(res)
+}
+
+// The gRPC load's reply is read with the analyzer's checks: a real gRPC ping
+// run gives fortio's own mean; an HTTP reply and a truncated one are refused.
+func TestGRPCLoadReadsTheReplyWithTheAnalyzer(t *testing.T) {
+	r := latencyRun(t, "sidecar.grpc-latency")
+	path, res := fortiotest.RunGRPC(t, fortiotest.WithResolution(load.LatencyResolution), fortiotest.WithDuration(500*time.Millisecond))
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := grpcMeanMs(r, "grpc-none-run1", raw); err != nil || got != res.DurationHistogram.Avg*1000 {
+		t.Errorf("mean %v ms, %v; fortio %v s", got, err, res.DurationHistogram.Avg)
+	}
+	httpPath, _ := fortiotest.Run(t, fortiotest.WithDuration(300*time.Millisecond))
+	httpRaw, err := os.ReadFile(httpPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := grpcMeanMs(r, "grpc-none-run1", httpRaw); err == nil || !strings.Contains(err.Error(), `"HTTP" run, want a gRPC one`) {
+		t.Errorf("HTTP reply: %v", err)
+	}
+	if _, err := grpcMeanMs(r, "grpc-none-run1", raw[:len(raw)/2]); err == nil || !strings.Contains(err.Error(), "unexpected end of JSON input") {
+		t.Errorf("truncated reply: %v", err)
+	}
 }
