@@ -81,10 +81,26 @@ func TestSteadyLoadIsResolvedByTheAnalyzer(t *testing.T) {
 	}
 
 	s.Resolution = 1e-4
-	coarse := summarize(t, fortiotest.RunSpec(t, "steady-coarse", s, "delay=100us"))
+	coarse := coarseControl(t, s)
 	t.Logf("P50 %v ms at 10 µs, %v ms at 0.1 ms", sum.PercentilesMs["50"], coarse.PercentilesMs["50"])
 	if !coarse.Little.CoarseHistogram {
 		t.Errorf("T5 load at 1e-4 s with P50 %v ms not flagged: %s", coarse.PercentilesMs["50"], coarse.Little.HistogramReason)
+	}
+}
+
+// coarseControl runs s (at 0.1 ms) for the negative control, which needs a
+// sub-millisecond P50: 0.1 ms is coarse only below 1 ms. A contended host
+// can push loopback latency past that for a moment, so the run is repeated
+// up to three times while its P50 is 1 ms or more; the last run is returned
+// either way, and the caller's check then fails naming its P50.
+func coarseControl(t *testing.T, s load.Spec) fortioresult.Summary {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		sum := summarize(t, fortiotest.RunSpec(t, "coarse-control", s, "delay=100us"))
+		if sum.PercentilesMs["50"] < 1 || attempt == 3 {
+			return sum
+		}
+		t.Logf("control run %d: loopback P50 %v ms (host contended), running again", attempt, sum.PercentilesMs["50"])
 	}
 }
 

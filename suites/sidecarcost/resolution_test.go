@@ -47,12 +47,21 @@ func TestHybridLoadsAskForFineResolution(t *testing.T) {
 		coarse     bool
 	}{{s.Resolution, false}, {1e-4, true}} {
 		s.Resolution = c.resolution
-		run := fortiotest.RunSpec(t, "hybrid", s, "delay=100us")
-		res, err := fortioresult.Parse(run.Name, run.Raw)
-		if err != nil {
-			t.Fatal(err)
+		// The control needs a sub-millisecond P50 (0.1 ms is coarse only
+		// below 1 ms): a contended host gets up to three tries.
+		var sum fortioresult.Summary
+		for attempt := 1; attempt <= 3; attempt++ {
+			run := fortiotest.RunSpec(t, "hybrid", s, "delay=100us")
+			res, err := fortioresult.Parse(run.Name, run.Raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sum = fortioresult.Summarize(res)
+			if !c.coarse || sum.PercentilesMs["50"] < 1 {
+				break
+			}
+			t.Logf("control run %d: loopback P50 %v ms (host contended)", attempt, sum.PercentilesMs["50"])
 		}
-		sum := fortioresult.Summarize(res)
 		if sum.Little.CoarseHistogram != c.coarse {
 			t.Errorf("resolution %g s, P50 %v ms: coarse %v, want %v (%s)", c.resolution, sum.PercentilesMs["50"],
 				sum.Little.CoarseHistogram, c.coarse, sum.Little.HistogramReason)
