@@ -107,6 +107,16 @@ func writeSummaryText(w io.Writer, s fortioresult.Summary) {
 		src = " (percentiles: " + s.PercentileSource + ")"
 	}
 	fmt.Fprintf(w, "  latency ms: mean %s %s%s\n", msText(s.MeanMs), strings.Join(pcts, " "), src)
+	var buckets []string
+	for _, p := range fortioresult.SummaryPercentiles {
+		key := fortioresult.PercentileKey(p)
+		if b, ok := s.PercentileBucketsMs[key]; ok {
+			buckets = append(buckets, "P"+key+" ["+msText(b[0])+", "+msText(b[1])+"]")
+		}
+	}
+	if len(buckets) > 0 {
+		fmt.Fprintf(w, "  percentile buckets ms (differences inside one are not resolved): %s\n", strings.Join(buckets, " "))
+	}
 	if s.SocketsRecorded {
 		fmt.Fprintf(w, "  sockets %d for %d connections (%d extra)\n", s.Sockets, s.Connections, s.ExtraSockets)
 	} else {

@@ -118,6 +118,12 @@ type Summary struct {
 	// fortio's own, "histogram" when all were computed from the buckets with
 	// fortio's CalcPercentile, "mixed" otherwise, "" without calls.
 	PercentileSource string `json:"percentile_source,omitempty"`
+	// PercentileBucketsMs maps each key of PercentilesMs to the [start, end]
+	// in ms of the histogram bucket it lies in: fortio interpolates linearly
+	// inside it, so a difference smaller than its width is not resolved by
+	// the histogram whatever the resolution says (fortio's buckets widen with
+	// the value: 0.1 ms wide from 0.5 to 1 ms at both 10 µs and 0.1 ms).
+	PercentileBucketsMs map[string][2]float64 `json:"percentile_buckets_ms,omitempty"`
 
 	// ResolutionMs is the duration histogram's bucket divider (0 if unknown).
 	ResolutionMs     float64          `json:"resolution_ms"`
@@ -207,6 +213,7 @@ func Summarize(r *Result) Summary {
 	}
 
 	s.PercentilesMs, s.PercentileSource = percentilesMs(h)
+	s.PercentileBucketsMs = bucketsOf(h, s.PercentilesMs)
 
 	res, src := r.DurationResolution()
 	s.ResolutionMs, s.ResolutionSource = res*1e3, src
@@ -241,6 +248,36 @@ func percentilesMs(h *Histogram) (map[string]float64, string) {
 		return out, "histogram"
 	}
 	return out, "mixed"
+}
+
+// bucketsOf finds the bucket of h holding each percentile (values in ms). A
+// value on a boundary belongs to the lower bucket: fortio reaches a
+// percentile at a bucket's end when the cumulative count crosses it there.
+func bucketsOf(h *Histogram, pcts map[string]float64) map[string][2]float64 {
+	if len(h.Data) == 0 || len(pcts) == 0 {
+		return nil
+	}
+	out := make(map[string][2]float64, len(pcts))
+	for k, v := range pcts {
+		sec := v / 1e3
+		for _, b := range h.Data {
+			if sec <= b.End*(1+1e-9) && sec >= b.Start*(1-1e-9) {
+				out[k] = [2]float64{b.Start * 1e3, b.End * 1e3}
+				break
+			}
+		}
+	}
+	return out
+}
+
+// BucketWidthMs is the width in ms of the bucket holding percentile p (0
+// when unknown).
+func (s Summary) BucketWidthMs(p float64) float64 {
+	b, ok := s.PercentileBucketsMs[PercentileKey(p)]
+	if !ok {
+		return 0
+	}
+	return b[1] - b[0]
 }
 
 func littleOf(r *Result, h *Histogram, resolution float64, src ResolutionSource, p50 float64) (stats.LittleCheck, LittleLaw) {

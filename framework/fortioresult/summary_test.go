@@ -329,3 +329,40 @@ func BenchmarkParseSummarize(b *testing.B) {
 		_ = fortioresult.Summarize(r)
 	}
 }
+
+// Each percentile is reported with the bucket fortio read it from: the
+// bucket of the file's own data where fortio's cumulative percent crosses
+// it, which holds the value.
+func TestPercentileBuckets(t *testing.T) {
+	path, res := fortiotest.Run(t, fortiotest.WithQPS(200), fortiotest.WithConnections(4),
+		fortiotest.WithDelay("200us"), fortiotest.WithResolution(1e-5))
+	s := fortioresult.Summarize(readBack(t, path))
+	if len(s.PercentileBucketsMs) != len(s.PercentilesMs) {
+		t.Fatalf("buckets %v for percentiles %v", s.PercentileBucketsMs, s.PercentilesMs)
+	}
+	for _, p := range res.DurationHistogram.Percentiles {
+		key := fortioresult.PercentileKey(p.Percentile)
+		b := s.PercentileBucketsMs[key]
+		v := s.PercentilesMs[key]
+		if v < b[0]*(1-1e-9) || v > b[1]*(1+1e-9) {
+			t.Errorf("P%s %v ms outside its bucket %v", key, v, b)
+		}
+		found := false
+		prev := 0.0
+		for _, d := range res.DurationHistogram.Data {
+			if sameFloat(d.Start*1e3, b[0]) && sameFloat(d.End*1e3, b[1]) {
+				found = true
+				if !(prev < p.Percentile && p.Percentile <= d.Percent) {
+					t.Errorf("P%s: bucket %v spans cumulative %v..%v%%", key, b, prev, d.Percent)
+				}
+			}
+			prev = d.Percent
+		}
+		if !found {
+			t.Errorf("P%s: bucket %v is not one of the file's", key, b)
+		}
+		if w := s.BucketWidthMs(p.Percentile); !sameFloat(w, b[1]-b[0]) || w <= 0 {
+			t.Errorf("P%s: width %v, bucket %v", key, w, b)
+		}
+	}
+}

@@ -71,6 +71,9 @@ func TestSteadyLoadIsResolvedByTheAnalyzer(t *testing.T) {
 	if sum.Little.CoarseHistogram {
 		t.Errorf("T5 load at %g s flagged: %s", s.Normalized().Resolution, sum.Little.HistogramReason)
 	}
+	if w := BucketWidthMs(fine, 50); w <= 0 || w != sum.BucketWidthMs(50) {
+		t.Errorf("P50 bucket width %v ms, analyzer %v ms (bucket %v)", w, sum.BucketWidthMs(50), sum.PercentileBucketsMs["50"])
+	}
 	extra := map[string]float64{}
 	LittleCheck(r, fine, extra)
 	if extra["histogram_coarse"] != 0 || extra["little_applicable"] != 0 {

@@ -108,6 +108,18 @@ func LittleCheck(r *spec.Run, run *load.Run, extra map[string]float64) {
 	r.Logf("Little's law: %s: %s", l.Verdict, l.Reason)
 }
 
+// BucketWidthMs is the width in ms of the histogram bucket fortio read
+// percentile p of run from (0 if the reply cannot be read): a difference of
+// two percentiles smaller than it lies inside fortio's linear interpolation,
+// not in the data.
+func BucketWidthMs(run *load.Run, p float64) float64 {
+	res, err := fortioresult.Parse(run.Name, run.Raw)
+	if err != nil {
+		return 0
+	}
+	return fortioresult.Summarize(res).BucketWidthMs(p)
+}
+
 // Repeat runs one measurement -repeats times; Value is the mean and Runs the
 // per-run values, so the verdict uses their t interval (REVIEW: report spread).
 func Repeat(ctx context.Context, r *spec.Run, f func(ctx context.Context, i int) (float64, map[string]float64, error)) (verdict.Measured, error) {
