@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"strings"
 )
 
 // Overhead is the latency (or any cost) of a mode over a baseline measured
@@ -53,8 +52,45 @@ type LittleCheck struct {
 	CoarseHistogram bool    // true if Resolution > P50Seconds/10 or Resolution > MeanSeconds/10
 	// Err is non-nil when an input is out of range (it names the value);
 	// then Consistent is false and OK reports false.
-	Err    error
-	Reason string // one sentence in numbers
+	Err error
+	// LawReason is the Little's-law sentence (or why it does not apply),
+	// HistogramReason the resolution sentence; Reason is both, "; "-joined
+	// (or Err's text alone).
+	LawReason       string
+	HistogramReason string
+	Reason          string
+}
+
+// LawVerdict is what Little's law says about one run, apart from the
+// histogram check.
+type LawVerdict string
+
+const (
+	// LawHolds: saturated, and the mean is within tolerance of C/throughput.
+	LawHolds LawVerdict = "holds"
+	// LawViolated: saturated, and the mean is not.
+	LawViolated LawVerdict = "violated"
+	// LawNotApplicable: the run was paced (it reached its requested qps with
+	// connections idle between calls), so the law does not bound the mean.
+	// This is not a failure: most latency loads are paced on purpose.
+	LawNotApplicable LawVerdict = "not applicable"
+	// LawUnchecked: an input was out of range (see Err).
+	LawUnchecked LawVerdict = "unchecked"
+)
+
+// Law returns the Little's-law verdict alone. OK() still combines it with the
+// histogram check; a report should show the two apart, since a paced run can
+// neither pass nor fail Little's law.
+func (c LittleCheck) Law() LawVerdict {
+	switch {
+	case c.Err != nil:
+		return LawUnchecked
+	case !c.Saturated:
+		return LawNotApplicable
+	case c.Consistent:
+		return LawHolds
+	}
+	return LawViolated
 }
 
 // saturationFraction: a run that reaches less than this fraction of its
@@ -81,7 +117,6 @@ func LittlesLaw(connections int, actualQPS, requestedQPS, meanSeconds, p50Second
 		c.Reason = err.Error()
 		return c
 	}
-	var reasons []string
 	c.Saturated = requestedQPS <= 0 || actualQPS < saturationFraction*requestedQPS
 	c.Consistent = true
 	if c.Saturated {
@@ -92,26 +127,26 @@ func LittlesLaw(connections int, actualQPS, requestedQPS, meanSeconds, p50Second
 		if !c.Consistent {
 			verb = "disagrees with"
 		}
-		reasons = append(reasons, fmt.Sprintf("mean %s ms %s Little's law %d connections / %s qps = %s ms (off by %s, tolerance %s)",
-			ms(meanSeconds), verb, connections, qps(actualQPS), ms(c.ExpectedMean), percent(c.RelativeError), percent(tolerance)))
+		c.LawReason = fmt.Sprintf("mean %s ms %s Little's law %d connections / %s qps = %s ms (off by %s, tolerance %s)",
+			ms(meanSeconds), verb, connections, qps(actualQPS), ms(c.ExpectedMean), percent(c.RelativeError), percent(tolerance))
 	} else {
-		reasons = append(reasons, fmt.Sprintf("not saturated (%s of %s requested qps), so Little's law does not bound the mean",
-			qps(actualQPS), qps(requestedQPS)))
+		c.LawReason = fmt.Sprintf("not saturated (%s of %s requested qps), so Little's law does not bound the mean",
+			qps(actualQPS), qps(requestedQPS))
 	}
 	switch {
 	case resolution > p50Seconds/coarseFactor:
 		c.CoarseHistogram = true
-		reasons = append(reasons, fmt.Sprintf("histogram resolution %s ms is coarser than a tenth of P50 %s ms: percentiles are bucket positions",
-			ms(resolution), ms(p50Seconds)))
+		c.HistogramReason = fmt.Sprintf("histogram resolution %s ms is coarser than a tenth of P50 %s ms: percentiles are bucket positions",
+			ms(resolution), ms(p50Seconds))
 	case resolution > meanSeconds/coarseFactor:
 		c.CoarseHistogram = true
-		reasons = append(reasons, fmt.Sprintf("histogram resolution %s ms is coarser than a tenth of mean %s ms: percentiles are bucket positions",
-			ms(resolution), ms(meanSeconds)))
+		c.HistogramReason = fmt.Sprintf("histogram resolution %s ms is coarser than a tenth of mean %s ms: percentiles are bucket positions",
+			ms(resolution), ms(meanSeconds))
 	default:
-		reasons = append(reasons, fmt.Sprintf("histogram resolution %s ms resolves P50 %s ms and mean %s ms",
-			ms(resolution), ms(p50Seconds), ms(meanSeconds)))
+		c.HistogramReason = fmt.Sprintf("histogram resolution %s ms resolves P50 %s ms and mean %s ms",
+			ms(resolution), ms(p50Seconds), ms(meanSeconds))
 	}
-	c.Reason = strings.Join(reasons, "; ")
+	c.Reason = c.LawReason + "; " + c.HistogramReason
 	return c
 }
 

@@ -165,3 +165,33 @@ func TestErrorsPerCycle(t *testing.T) {
 		}
 	}
 }
+
+// Law separates Little's law from the histogram check: a paced run is "not
+// applicable" (never a failure, whatever its resolution), a saturated one
+// holds or is violated, and bad input is unchecked.
+func TestLittlesLawVerdict(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		c    LittleCheck
+		want LawVerdict
+	}{
+		{"saturated, mean = C/qps", LittlesLaw(16, 217476, 0, 16/217476.0, 0.232*ms1, 1e-6, 0.1), LawHolds},
+		{"saturated, mean 7x C/qps", LittlesLaw(16, 217476, 0, 0.5*ms1, 0.232*ms1, 1e-6, 0.1), LawViolated},
+		{"paced at its target, fine histogram", LittlesLaw(16, 500, 500, 0.241*ms1, 0.232*ms1, 0.01*ms1, 0.1), LawNotApplicable},
+		{"paced at its target, coarse histogram", LittlesLaw(16, 500, 500, 0.241*ms1, 0.232*ms1, 1*ms1, 0.1), LawNotApplicable},
+		{"no throughput", LittlesLaw(16, 0, 500, 0.241*ms1, 0.232*ms1, 1*ms1, 0.1), LawUnchecked},
+	} {
+		if got := c.c.Law(); got != c.want {
+			t.Errorf("%s: Law() = %q, want %q (%+v)", c.name, got, c.want, c.c)
+		}
+		if c.want != LawUnchecked && (c.c.LawReason == "" || c.c.HistogramReason == "" ||
+			c.c.Reason != c.c.LawReason+"; "+c.c.HistogramReason) {
+			t.Errorf("%s: reasons %q / %q / %q", c.name, c.c.LawReason, c.c.HistogramReason, c.c.Reason)
+		}
+	}
+	paced := LittlesLaw(16, 500, 500, 0.241*ms1, 0.232*ms1, 1*ms1, 0.1)
+	if !strings.HasPrefix(paced.LawReason, "not saturated (500.0 of 500.0 requested qps)") ||
+		!strings.Contains(paced.HistogramReason, "percentiles are bucket positions") {
+		t.Errorf("paced coarse run: law %q, histogram %q", paced.LawReason, paced.HistogramReason)
+	}
+}

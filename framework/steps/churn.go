@@ -30,7 +30,7 @@ func ChurnRuns(ctx context.Context, r *spec.Run) (*load.Run, *load.Run, error) {
 		if err := Quiesce(ctx, r, r.Mode); err != nil {
 			return churnPair{}, err
 		}
-		s := load.Spec{URL: EchoURL(r), QPS: 0, Connections: 16, Duration: r.Env.Config.Scale(60*time.Second, 10*time.Second)}
+		s := churnLoad(r)
 		quiet, err := Load(ctx, r, InMesh(r), "quiet", s)
 		if err != nil {
 			return churnPair{}, err
@@ -118,4 +118,11 @@ func NodeCores(ctx context.Context, r *spec.Run) (float64, error) {
 		return 0, fmt.Errorf("nodes report no CPU capacity")
 	}
 	return cores, nil
+}
+
+// churnLoad is the load of both churn runs: no qps limit, 16 connections,
+// 60 s (scaled), at load.LatencyResolution since the runs' P50s are compared.
+func churnLoad(r *spec.Run) load.Spec {
+	return load.Spec{URL: EchoURL(r), QPS: 0, Connections: 16, Duration: r.Env.Config.Scale(60*time.Second, 10*time.Second),
+		Resolution: load.LatencyResolution}
 }

@@ -75,13 +75,15 @@ func (j jsonRaw) MarshalJSON() ([]byte, error) {
 const SteadyFloor = 25 * time.Second
 
 // Steady is GUIDE T5's load (200 qps, 16 connections, 60 s) scaled by the run's
-// -duration-scale (never below SteadyFloor), against the mode's echo Service.
+// -duration-scale (never below SteadyFloor), against the mode's echo Service,
+// recorded at load.LatencyResolution: its percentiles are the claim.
 func Steady(r *spec.Run) load.Spec {
 	return load.Spec{
 		URL:         EchoURL(r),
 		QPS:         200,
 		Connections: 16,
 		Duration:    r.Env.Config.Scale(60*time.Second, SteadyFloor),
+		Resolution:  load.LatencyResolution,
 	}
 }
 

@@ -15,9 +15,18 @@ import (
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
 
-// hybridLoad is HYBRID's paced load: 500 qps, 16 connections, 25 s (scaled).
+// hybridLoad is HYBRID's paced load: 500 qps, 16 connections, 25 s (scaled),
+// at load.LatencyResolution: HYBRID's no-mesh latencies are 0.2-0.5 ms.
 func hybridLoad(r *spec.Run, url string) load.Spec {
-	return load.Spec{URL: url, QPS: 500, Connections: 16, Duration: r.Env.Config.Scale(25*time.Second, 5*time.Second)}
+	return load.Spec{URL: url, QPS: 500, Connections: 16, Duration: r.Env.Config.Scale(25*time.Second, 5*time.Second),
+		Resolution: load.LatencyResolution}
+}
+
+// saturationLoad is HYBRID's throughput load: no qps limit, 16 connections,
+// 20 s (scaled), at load.LatencyResolution for its Little's-law check.
+func saturationLoad(r *spec.Run, url string) load.Spec {
+	return load.Spec{URL: url, QPS: 0, Connections: 16, Duration: r.Env.Config.Scale(20*time.Second, 5*time.Second),
+		Resolution: load.LatencyResolution}
 }
 
 // Scenario: HYBRID's load against echo in the no-mesh namespace and in the
@@ -51,15 +60,12 @@ var _ = spec.Declare(spec.Def{
 	Scenario: "saturation (no qps limit) x 16 connections x 20 s, sidecar qps / no-mesh qps",
 	Slow:     true,
 	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measured, error) {
-		sat := func(url string) load.Spec {
-			return load.Spec{URL: url, QPS: 0, Connections: 16, Duration: r.Env.Config.Scale(20*time.Second, 5*time.Second)}
-		}
 		return steps.Repeat(ctx, r, func(ctx context.Context, i int) (float64, map[string]float64, error) {
-			base, err := steps.Load(ctx, r, steps.InMeshOf(r, mode.None), steps.RunName("none-max", i), sat(steps.EchoURLOf(mode.None)))
+			base, err := steps.Load(ctx, r, steps.InMeshOf(r, mode.None), steps.RunName("none-max", i), saturationLoad(r, steps.EchoURLOf(mode.None)))
 			if err != nil {
 				return 0, nil, err
 			}
-			side, err := steps.Load(ctx, r, steps.InMesh(r), steps.RunName("sidecar-max", i), sat(steps.EchoURL(r)))
+			side, err := steps.Load(ctx, r, steps.InMesh(r), steps.RunName("sidecar-max", i), saturationLoad(r, steps.EchoURL(r)))
 			if err != nil {
 				return 0, nil, err
 			}
