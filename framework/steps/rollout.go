@@ -188,6 +188,15 @@ func OrdersDuringRollout(ctx context.Context, r *spec.Run) (verdict.Measured, er
 	if err := call(oc, http.MethodGet, "/stats", &before); err != nil {
 		return verdict.Measured{}, err
 	}
+	// The retrying proxy's counter, before and after: without a retry,
+	// zero duplicates is no evidence (NoRetries).
+	proxy, noProxy := RetryProxyOf(r.Mode, ns)
+	var retriesBefore map[string]uint64
+	if noProxy == nil {
+		if retriesBefore, err = RetryCounts(ctx, r, proxy); err != nil {
+			return verdict.Measured{}, err
+		}
+	}
 	dur := r.Env.Config.Scale(300*time.Second, 30*time.Second)
 	r.SetSetup("order-client 20 POST/s for %s while order restarts (documented: 300s); collector reset first", dur)
 	driver, err := NewDeploymentDriver(mesh, ns, fixtures.OrderName)
@@ -216,7 +225,23 @@ func OrdersDuringRollout(ctx context.Context, r *spec.Run) (verdict.Measured, er
 	for cause, n := range after.FailuresByCause {
 		extra["failures_"+cause] = float64(n - before.FailuresByCause[cause])
 	}
-	return verdict.Measured{Count: verdict.Int64(int64(dupes.DupeCount)), Total: verdict.Int64(sent), Extra: extra}, nil
+	got := verdict.Measured{Count: verdict.Int64(int64(dupes.DupeCount)), Total: verdict.Int64(sent), Extra: extra}
+	if noProxy != nil {
+		got.Unmet = "retries: " + noProxy.Error()
+		return got, nil
+	}
+	retriesAfter, err := RetryCounts(ctx, r, proxy)
+	if err != nil {
+		return verdict.Measured{}, err
+	}
+	retries, lost, err := RetryDelta(retriesBefore, retriesAfter)
+	if err != nil {
+		return verdict.Measured{}, err
+	}
+	extra["proxy_retries"] = float64(retries)
+	r.Logf("%s: %d retries on %s during the run (pods %v -> %v; ended, not counted: %v)", proxy.What, retries, proxy.Cluster, retriesBefore, retriesAfter, lost)
+	got.Unmet = NoRetries(proxy, retries)
+	return got, nil
 }
 
 // scale sets a Deployment's replicas (a guarded write).
