@@ -49,6 +49,9 @@ type Timeouts struct {
 	ServiceReady    time.Duration // kubeproxy.service-scale: one Service answering
 	Quiet           time.Duration // a Service steady after a rollout: old pods gone (preStop 10 s + grace 40 s)
 	ProxySync       time.Duration // kube-proxy/ztunnel to program endpoints that just settled
+	// PolicyRestore bounds the wait, after a spec removed its policy, until
+	// a probe shows the base behaviour again (the next spec's precondition).
+	PolicyRestore time.Duration
 }
 
 // DefaultTimeouts returns the defaults.
@@ -64,6 +67,7 @@ func DefaultTimeouts() Timeouts {
 		ServiceReady:    60 * time.Second,
 		Quiet:           3 * time.Minute,
 		ProxySync:       2 * time.Second,
+		PolicyRestore:   90 * time.Second,
 	}
 }
 
