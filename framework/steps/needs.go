@@ -150,12 +150,9 @@ func PositiveControl(ctx context.Context, r *spec.Run, c probe.Client, url strin
 	if err != nil {
 		return err
 	}
-	err = PollUntil(ctx, r.Env.Config.Timeouts.PolicyRestore, r.Env.Config.Timeouts.ProxySync, func(ctx context.Context) (bool, string, error) {
-		res, perr := probe.From(ctx, m.K, c, url, r.Env.Config.Timeouts.Probe)
-		if perr != nil {
-			return false, perr.Error(), nil
-		}
-		return res.Outcome == "http-200", res.Outcome + " " + res.Detail, nil
+	err = WaitOutcome(ctx, r.Env.Config.Timeouts.PolicyRestore, r.Env.Config.Timeouts.ProxySync, []string{"http-200"}, func(ctx context.Context) (probe.Result, string, error) {
+		res, err := probe.From(ctx, m.K, c, url, r.Env.Config.Timeouts.Probe)
+		return res, c.Selector + " -> " + url, err
 	})
 	if err != nil {
 		return fmt.Errorf("positive control %s/%s -> %s before any policy: no 200 (%w): cannot tell the policy's effect from a broken path", c.Namespace, c.Selector, url, err)

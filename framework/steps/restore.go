@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -106,26 +107,37 @@ func WaitRestored(ctx context.Context, r *spec.Run, c Restored) error {
 	default:
 		return fmt.Errorf("restoration check %q: unknown client %q; accepted: %s, %s, %s", c.What, c.Client, RestoreInMesh, RestoreBad, RestoreOutside)
 	}
-	err = PollUntil(ctx, timeout, r.Env.Config.Timeouts.ProxySync, func(ctx context.Context) (bool, string, error) {
+	err = WaitOutcome(ctx, timeout, r.Env.Config.Timeouts.ProxySync, c.Want, func(ctx context.Context) (probe.Result, string, error) {
 		url := EchoURL(r)
 		if c.Target == RestoreEchoPod {
-			u, perr := EchoPodURL(ctx, r, fixtures.EchoHTTPPort)
-			if perr != nil {
-				return false, perr.Error(), nil // pods may be restarting: try again
+			u, err := EchoPodURL(ctx, r, fixtures.EchoHTTPPort)
+			if err != nil {
+				return probe.Result{}, "", err // pods may be restarting: try again
 			}
 			url = u
 		}
-		res, perr := probe.From(ctx, m.K, from, url, r.Env.Config.Timeouts.Probe)
-		if perr != nil {
-			return false, perr.Error(), nil
-		}
-		return c.ok(res.Outcome), fmt.Sprintf("%s -> %s: %s %s", from.Selector, url, res.Outcome, res.Detail), nil
+		res, err := probe.From(ctx, m.K, from, url, r.Env.Config.Timeouts.Probe)
+		return res, from.Selector + " -> " + url, err
 	})
 	if err != nil {
 		return fmt.Errorf("waiting for %s (want %v): %w", c.What, c.Want, err)
 	}
 	r.Logf("restored: %s", c.What)
 	return nil
+}
+
+// WaitOutcome repeats call until its probe's outcome is one of want, or
+// timeout passes. A failing call (no pod, port-forward down) is tried again:
+// the wait is for a state to come back, and its error says what was last
+// seen. It is for preconditions only, never for the outcome a spec measures.
+func WaitOutcome(ctx context.Context, timeout, interval time.Duration, want []string, call func(context.Context) (probe.Result, string, error)) error {
+	return PollUntil(ctx, timeout, interval, func(ctx context.Context) (bool, string, error) {
+		res, what, err := call(ctx)
+		if err != nil {
+			return false, what + ": " + err.Error(), nil
+		}
+		return slices.Contains(want, res.Outcome), strings.TrimSpace(fmt.Sprintf("%s: %s %s", what, res.Outcome, res.Detail)), nil
+	})
 }
 
 // PollUntil calls try every interval until it reports done, fails, or

@@ -88,3 +88,32 @@ func TestPollUntil(t *testing.T) {
 		t.Fatalf("hard error: %v", err)
 	}
 }
+
+// The positive control before a NetworkPolicy (and every restoration wait)
+// ends only on a wanted outcome: a broken path (blocked, 503, no pod) keeps
+// it waiting, and one that never answers fails it instead of letting the
+// spec read "blocked" as the policy's effect.
+func TestWaitOutcome(t *testing.T) {
+	ctx := context.Background()
+	seq := []func() (probe.Result, error){
+		func() (probe.Result, error) { return probe.Result{}, errors.New(`no ready pod with app=fortio-client`) },
+		func() (probe.Result, error) { return probe.Result{Outcome: probe.Blocked, Detail: "i/o timeout"}, nil },
+		func() (probe.Result, error) { return probe.Result{Outcome: "http-503"}, nil },
+		func() (probe.Result, error) { return probe.Result{Outcome: "http-200"}, nil },
+	}
+	i := 0
+	err := WaitOutcome(ctx, time.Minute, time.Millisecond, []string{"http-200"}, func(context.Context) (probe.Result, string, error) {
+		res, err := seq[i]()
+		i++
+		return res, "fortio-client -> echo", err
+	})
+	if err != nil || i != 4 {
+		t.Fatalf("stopped after %d calls: %v", i, err)
+	}
+	err = WaitOutcome(ctx, 20*time.Millisecond, time.Millisecond, []string{"http-200"}, func(context.Context) (probe.Result, string, error) {
+		return probe.Result{Outcome: probe.Blocked, Detail: "i/o timeout"}, "fortio-client -> echo", nil
+	})
+	if err == nil || !strings.Contains(err.Error(), "fortio-client -> echo: blocked i/o timeout") {
+		t.Fatalf("a path that never answers: %v", err)
+	}
+}
