@@ -1,10 +1,14 @@
 package steps
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/meshclaims/meshclaims/framework/claims"
 	"github.com/meshclaims/meshclaims/framework/mode"
+	"github.com/meshclaims/meshclaims/framework/repo"
+	"github.com/meshclaims/meshclaims/framework/verdict"
 )
 
 // sidecarStats is order-client's sidecar /stats?filter=upstream_rq_retry as
@@ -105,5 +109,44 @@ func TestNoRetries(t *testing.T) {
 	}
 	if u := NoRetries(p, 4); u != "" {
 		t.Errorf("4 retries unmet: %q", u)
+	}
+}
+
+// Today's verdict on GUIDE's sidecar numbers is "reproduced" whether or not
+// a retry happened. With the counters read around the run, no retry makes it
+// inconclusive; retries leave it judged (reproduced with 0 of 9,135); a
+// restarted proxy is a broken measurement.
+func TestDuplicatesJudgedOnlyWithRetries(t *testing.T) {
+	root, err := repo.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := claims.Load(filepath.Join(root, "testdata", "claims.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := reg.MustGet("retry.no-duplicates")
+	p, _ := RetryProxyOf(mode.Sidecar, mode.Sidecar.Namespace())
+	dupes := verdict.Measured{Count: verdict.Int64(0), Total: verdict.Int64(9135)}
+	pod := "order-client-6c7d8f9b5-k2m4p"
+	if v := verdict.Judge(c, mode.Sidecar, dupes); v.Result != verdict.Reproduced {
+		t.Fatalf("baseline: today's judgement %s", v.Result)
+	}
+	none, err := WithRetries(dupes, p, map[string]uint64{pod: 0}, map[string]uint64{pod: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := verdict.Judge(c, mode.Sidecar, none); v.Result != verdict.Inconclusive || !strings.Contains(v.Reason, "counted 0") {
+		t.Errorf("no retries: %s (%s)", v.Result, v.Reason)
+	}
+	some, err := WithRetries(dupes, p, map[string]uint64{pod: 0}, map[string]uint64{pod: 23})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := verdict.Judge(c, mode.Sidecar, some); v.Result != verdict.Reproduced || some.Extra["proxy_retries"] != 23 {
+		t.Errorf("23 retries: %s (%s), extra %v", v.Result, v.Reason, some.Extra)
+	}
+	if _, err := WithRetries(dupes, p, map[string]uint64{pod: 23}, map[string]uint64{pod: 1}); err == nil {
+		t.Error("a counter that went down was judged")
 	}
 }

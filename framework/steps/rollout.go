@@ -234,13 +234,29 @@ func OrdersDuringRollout(ctx context.Context, r *spec.Run) (verdict.Measured, er
 	if err != nil {
 		return verdict.Measured{}, err
 	}
-	retries, lost, err := RetryDelta(retriesBefore, retriesAfter)
+	got, err = WithRetries(got, proxy, retriesBefore, retriesAfter)
 	if err != nil {
 		return verdict.Measured{}, err
 	}
-	extra["proxy_retries"] = float64(retries)
-	r.Logf("%s: %d retries on %s during the run (pods %v -> %v; ended, not counted: %v)", proxy.What, retries, proxy.Cluster, retriesBefore, retriesAfter, lost)
-	got.Unmet = NoRetries(proxy, retries)
+	r.Logf("%s: %v retries on %s during the run (pods %v -> %v)", proxy.What, got.Extra["proxy_retries"], proxy.Cluster, retriesBefore, retriesAfter)
+	return got, nil
+}
+
+// WithRetries adds the retrying proxy's counter readings to a duplicate
+// count: the retries made in between (Extra proxy_retries) and, when there
+// were none, Unmet, so the verdict is inconclusive instead of a zero that
+// nothing could have made non-zero.
+func WithRetries(got verdict.Measured, p RetryProxy, before, after map[string]uint64) (verdict.Measured, error) {
+	retries, lost, err := RetryDelta(before, after)
+	if err != nil {
+		return verdict.Measured{}, err
+	}
+	if got.Extra == nil {
+		got.Extra = map[string]float64{}
+	}
+	got.Extra["proxy_retries"] = float64(retries)
+	got.Extra["retry_pods_not_read_after"] = float64(len(lost))
+	got.Unmet = NoRetries(p, retries)
 	return got, nil
 }
 
