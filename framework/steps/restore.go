@@ -43,10 +43,12 @@ const (
 	RestoreEchoPod = "echo-pod"
 )
 
-// strictRestored: STRICT refuses plaintext again (no status line, or no
-// connection at all), as mtls.plaintext-blocked measures it.
-var strictRestored = Restored{What: "plaintext refused again (STRICT)", Client: RestoreOutside, Target: RestoreEchoPod,
-	Want: []string{probe.NoHTTPResponse, probe.Blocked}}
+// strictRestored: STRICT cuts plaintext again: connected, then no status
+// line, which is what the registry documents for every meshed mode
+// (mtls.plaintext-blocked, mtls.strict-drops-connection). "blocked" (no
+// connection at all) is not it: an unreachable pod looks the same.
+var strictRestored = Restored{What: "plaintext cut again (STRICT)", Client: RestoreOutside, Target: RestoreEchoPod,
+	Want: []string{probe.NoHTTPResponse}}
 
 // StrictRestored are the checks after the namespace's STRICT
 // PeerAuthentication is put back: plaintext refused, in-mesh answered.
