@@ -52,6 +52,9 @@ type Timeouts struct {
 	Quiet           time.Duration // a Service steady after a rollout: old pods gone (preStop 10 s + grace 40 s)
 	ProxySync       time.Duration // kube-proxy/ztunnel to program endpoints that just settled
 	GatewayReady    time.Duration // a Deployment istiod creates for a Gateway (ingress, waypoint) to appear and roll out, and a waypoint's Gateway to be Programmed with an address
+	// PolicyRestore bounds the wait, after a spec removed its policy, until
+	// a probe shows the base behaviour again (the next spec's precondition).
+	PolicyRestore time.Duration
 }
 
 // DefaultTimeouts returns the defaults.
@@ -68,6 +71,7 @@ func DefaultTimeouts() Timeouts {
 		Quiet:           3 * time.Minute,
 		ProxySync:       2 * time.Second,
 		GatewayReady:    3 * time.Minute,
+		PolicyRestore:   90 * time.Second,
 	}
 }
 

@@ -188,6 +188,15 @@ func OrdersDuringRollout(ctx context.Context, r *spec.Run) (verdict.Measured, er
 	if err := call(oc, http.MethodGet, "/stats", &before); err != nil {
 		return verdict.Measured{}, err
 	}
+	// The retrying proxy's counter, before and after: without a retry,
+	// zero duplicates is no evidence (NoRetries).
+	proxy, noProxy := RetryProxyOf(r.Mode, ns)
+	var retriesBefore map[string]uint64
+	if noProxy == nil {
+		if retriesBefore, err = RetryCounts(ctx, r, proxy); err != nil {
+			return verdict.Measured{}, err
+		}
+	}
 	dur := r.Env.Config.Scale(300*time.Second, 30*time.Second)
 	r.SetSetup("order-client 20 POST/s for %s while order restarts (documented: 300s); collector reset first", dur)
 	driver, err := NewDeploymentDriver(mesh, ns, fixtures.OrderName)
@@ -216,7 +225,39 @@ func OrdersDuringRollout(ctx context.Context, r *spec.Run) (verdict.Measured, er
 	for cause, n := range after.FailuresByCause {
 		extra["failures_"+cause] = float64(n - before.FailuresByCause[cause])
 	}
-	return verdict.Measured{Count: verdict.Int64(int64(dupes.DupeCount)), Total: verdict.Int64(sent), Extra: extra}, nil
+	got := verdict.Measured{Count: verdict.Int64(int64(dupes.DupeCount)), Total: verdict.Int64(sent), Extra: extra}
+	if noProxy != nil {
+		got.Unmet = "retries: " + noProxy.Error()
+		return got, nil
+	}
+	retriesAfter, err := RetryCounts(ctx, r, proxy)
+	if err != nil {
+		return verdict.Measured{}, err
+	}
+	got, err = WithRetries(got, proxy, retriesBefore, retriesAfter)
+	if err != nil {
+		return verdict.Measured{}, err
+	}
+	r.Logf("%s: %v retries on %s during the run (pods %v -> %v)", proxy.What, got.Extra["proxy_retries"], proxy.Cluster, retriesBefore, retriesAfter)
+	return got, nil
+}
+
+// WithRetries adds the retrying proxy's counter readings to a duplicate
+// count: the retries made in between (Extra proxy_retries) and, when there
+// were none, Unmet, so the verdict is inconclusive instead of a zero that
+// nothing could have made non-zero.
+func WithRetries(got verdict.Measured, p RetryProxy, before, after map[string]uint64) (verdict.Measured, error) {
+	retries, lost, err := RetryDelta(before, after)
+	if err != nil {
+		return verdict.Measured{}, err
+	}
+	if got.Extra == nil {
+		got.Extra = map[string]float64{}
+	}
+	got.Extra["proxy_retries"] = float64(retries)
+	got.Extra["retry_pods_not_read_after"] = float64(len(lost))
+	got.Unmet = NoRetries(p, retries)
+	return got, nil
 }
 
 // scale sets a Deployment's replicas (a guarded write).

@@ -117,6 +117,11 @@ func Judge(c *claims.Claim, m mode.Mode, got Measured) Verdict {
 
 func judgeOutcome(doc claims.Value, got Measured) (Result, string) {
 	if got.Outcome == "" {
+		// A detector that could not decide (e.g. a split whose interval
+		// contains both candidate shares) says why in Detail.
+		if got.Detail != "" {
+			return Inconclusive, "no outcome was observed: " + got.Detail
+		}
 		return Inconclusive, "no outcome was observed"
 	}
 	how := ""

@@ -85,6 +85,14 @@ func TestJudge(t *testing.T) {
 			Measured{Count: Int64(0), Total: Int64(9135)}, Reproduced, "duplicate rate"},
 		{"duplicates fire the detector", "retry.no-duplicates", mode.AmbientL7,
 			Measured{Count: Int64(40), Total: Int64(7229)}, NotReproduced, "duplicate rate"},
+		{"split ignored by ztunnel reproduces ambient-l4's documented value", "canary.east-west-needs-l7", mode.AmbientL4,
+			Measured{Outcome: "not-honoured", Count: Int64(98), Total: Int64(200)}, Reproduced, "as documented"},
+		{"an undecided split is inconclusive, not ambient-l4's not-honoured", "canary.east-west-needs-l7", mode.AmbientL4,
+			Measured{Count: Int64(1), Total: Int64(3), Detail: "inconclusive: the interval contains both"}, Inconclusive, "contains both"},
+		{"an undecided split is inconclusive where honoured is documented", "canary.east-west-needs-l7", mode.AmbientL7,
+			Measured{Count: Int64(1), Total: Int64(3), Detail: "inconclusive: the interval contains both"}, Inconclusive, "contains both"},
+		{"retries never happened: inconclusive whatever the duplicates", "retry.no-duplicates", mode.Sidecar,
+			Measured{Count: Int64(0), Total: Int64(9135), Unmet: "retries: the proxy retried 0 times"}, Inconclusive, "precondition not met"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
