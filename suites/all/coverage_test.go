@@ -163,6 +163,7 @@ func TestBadFlagsFailFast(t *testing.T) {
 		`accepted: none, sidecar, ambient-l4, ambient-l7`: {"-mode=bogus"},
 		`-provider="minikube" is not known`:               {"-provider=minikube"},
 		`-duration-scale=-1 must be in (0, 10]`:           {"-duration-scale=-1"},
+		`-istio-values="/nonexistent/values.yaml"`:        {"-istio-values=/nonexistent/values.yaml"},
 	}
 	for want, args := range cases {
 		results := t.TempDir()
