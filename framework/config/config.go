@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 
+	"github.com/meshclaims/meshclaims/framework/istio"
 	"github.com/meshclaims/meshclaims/framework/mode"
 )
 
@@ -89,13 +90,16 @@ type Config struct {
 	IstioVersion  string
 	IstioInstall  string
 	IstioCharts   string // local chart directory; empty = Istio's chart repository
+	// IstioValues is the per-chart Helm values file after Validate: the
+	// -istio-values flag, or the provider's default (DefaultIstioValues);
+	// empty = the charts' own defaults.
+	IstioValues   string
 	ClaimsFile    string
 	ResultsDir    string // the run's directory: <results-root>/<run id>
 	ResultsRoot   string
 	RunID         string
 	Repeats       int
 	DurationScale float64
-	Images        string // directory of image tarballs; empty = build them
 	Registry      string // push images here (EKS); empty = load into nodes
 	FailOn        string // FailOnNotReproduced or FailOnError
 	Timeouts      Timeouts
@@ -126,12 +130,14 @@ func Register(fs *flag.FlagSet) *Config {
 	fs.StringVar(&c.IstioVersion, "istio-version", "1.30.2", "Istio version to install (GUIDE measured 1.30.2)")
 	fs.StringVar(&c.IstioInstall, "istio-install", "helm", "how to install Istio: "+strings.Join(IstioInstalls, ", "))
 	fs.StringVar(&c.IstioCharts, "istio-charts", "", "directory holding Istio's charts (base, istiod, cni, ztunnel); default: Istio's chart repository")
+	fs.StringVar(&c.IstioValues, "istio-values", "", "per-chart Helm values file (keys base, istiod, cni, ztunnel); "+
+		"default for -provider=kind and local: testdata/istio/values.yaml (one istiod requesting 100m CPU and 256Mi instead of the chart's 500m and 2Gi), "+
+		"for existing: none (the charts' defaults; EKS on arm64: testdata/istio/values-eks-arm64.yaml); "+IstioValuesNone+" = the charts' defaults")
 	fs.StringVar(&c.ClaimsFile, "claims", "", "claims registry (default: testdata/claims.yaml of this repository)")
 	fs.StringVar(&c.ResultsRoot, "results", "", "results root; each run writes <results>/<run id>/ (default: results/ of this repository)")
 	fs.StringVar(&c.RunID, "run-id", "", "run id (default: UTC time, e.g. 20261129-214800)")
 	fs.IntVar(&c.Repeats, "repeats", 1, "repeat each measurement this many times (REVIEW: report spread)")
 	fs.Float64Var(&c.DurationScale, "duration-scale", 1, "scale every documented duration, e.g. 0.1 for a quick run (stated in the report)")
-	fs.StringVar(&c.Images, "images", "", "directory of prebuilt image tarballs (default: build them)")
 	fs.StringVar(&c.Registry, "image-registry", "", "push workload images to this registry instead of loading them into nodes (EKS)")
 	fs.StringVar(&c.FailOn, "fail-on", FailOnNotReproduced, "what fails a spec: "+FailOnNotReproduced+" (any verdict but reproduced/recorded) or "+FailOnError+" (only a measurement that could not be made or a missing precondition; verdicts still reported)")
 	fs.DurationVar(&c.Timeouts.RolloutComplete, "rollout-timeout", c.Timeouts.RolloutComplete, "limit for one rollout to complete (GUIDE: 60s)")
@@ -188,10 +194,8 @@ func (c *Config) Validate(repoRoot string, now time.Time) error {
 			bad("-istio-charts=%q is not a directory", c.IstioCharts)
 		}
 	}
-	if c.Images != "" {
-		if st, err := os.Stat(c.Images); err != nil || !st.IsDir() {
-			bad("-images=%q is not a directory", c.Images)
-		}
+	if err := c.resolveIstioValues(repoRoot); err != nil {
+		bad("%v", err)
 	}
 	if c.ClaimsFile == "" {
 		c.ClaimsFile = filepath.Join(repoRoot, "testdata", "claims.yaml")
@@ -211,6 +215,46 @@ func (c *Config) Validate(repoRoot string, now time.Time) error {
 	c.ResultsDir = filepath.Join(c.ResultsRoot, c.RunID)
 	if len(errs) > 0 {
 		return fmt.Errorf("invalid flags:\n  %s", strings.Join(errs, "\n  "))
+	}
+	return nil
+}
+
+// IstioValuesNone is the -istio-values value that passes no values file.
+const IstioValuesNone = "none"
+
+// DefaultIstioValues is the values file a provider gets when -istio-values
+// is not given, relative to the repository root; empty = none. A kind or
+// local cluster is one laptop or CI runner: the istiod chart's own request
+// (500m CPU, 2Gi) would not schedule next to the workloads.
+func DefaultIstioValues(provider string) string {
+	switch provider {
+	case "kind", "local":
+		return filepath.Join("testdata", "istio", "values.yaml")
+	}
+	return ""
+}
+
+// resolveIstioValues applies the provider's default and reads the file with
+// the installer's own parser, so a missing file, bad YAML or an unknown
+// chart key fails here, before any cluster is touched.
+func (c *Config) resolveIstioValues(repoRoot string) error {
+	flagValue := c.IstioValues
+	switch flagValue {
+	case IstioValuesNone:
+		c.IstioValues = ""
+		return nil
+	case "":
+		def := DefaultIstioValues(c.Provider)
+		if def == "" {
+			return nil
+		}
+		c.IstioValues = filepath.Join(repoRoot, def)
+	}
+	if _, err := istio.LoadValuesFile(c.IstioValues); err != nil {
+		if flagValue == "" {
+			return fmt.Errorf("-istio-values (default for -provider=%s, %s): %v", c.Provider, c.IstioValues, err)
+		}
+		return fmt.Errorf("-istio-values=%q: %v; accepted: a YAML map from chart name (base, istiod, cni, ztunnel) to that chart's values, or %s", flagValue, err, IstioValuesNone)
 	}
 	return nil
 }

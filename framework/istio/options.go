@@ -133,7 +133,8 @@ type Options struct {
 	// Hub is the image registry, default docker.io/istio.
 	Hub string
 	// GatewayCRDDir holds the Gateway API standard-channel CRDs; default
-	// the sigs.k8s.io/gateway-api module's config/crd/standard.
+	// GatewayAPICRDDir (the pinned GatewayAPIVersion, not the version of
+	// the Go types this suite is built with).
 	GatewayCRDDir string
 	// Timeout bounds the wait for each chart's readiness (default 5m).
 	Timeout time.Duration

@@ -164,6 +164,7 @@ func TestBadFlagsFailFast(t *testing.T) {
 		`-provider="minikube" is not known`:                                    {"-provider=minikube"},
 		`-duration-scale=-1 must be in (0, 10]`:                                {"-duration-scale=-1"},
 		`-kind-node-image="kindest/node@sha256:bad" is not an image reference`: {"-kind-node-image=kindest/node@sha256:bad"},
+		`-istio-values="/nonexistent/values.yaml"`:                             {"-istio-values=/nonexistent/values.yaml"},
 	}
 	for want, args := range cases {
 		results := t.TempDir()
