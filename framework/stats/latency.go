@@ -45,7 +45,9 @@ type LittleCheck struct {
 	P50Seconds      float64 // from the histogram
 	Resolution      float64 // histogram resolution in seconds
 	Tolerance       float64 // accepted RelativeError, e.g. 0.1
-	Saturated       bool    // true when RequestedQPS<=0 or ActualQPS < 0.95*RequestedQPS
+	Saturated       bool    // true when RequestedQPS<=0, or ActualQPS < 0.95*RequestedQPS with the connections busy (not ClientLimited)
+	Occupancy       float64 // MeanSeconds*ActualQPS/Connections: the busy fraction of each connection
+	ClientLimited   bool    // fell short of RequestedQPS with Occupancy < 1-Tolerance: the client was starved, not the server slow
 	ExpectedMean    float64 // Connections/ActualQPS when Saturated, else 0
 	RelativeError   float64 // |MeanSeconds-ExpectedMean|/ExpectedMean when Saturated
 	Consistent      bool    // false if saturated and RelativeError > tolerance
@@ -117,7 +119,14 @@ func LittlesLaw(connections int, actualQPS, requestedQPS, meanSeconds, p50Second
 		c.Reason = err.Error()
 		return c
 	}
-	c.Saturated = requestedQPS <= 0 || actualQPS < saturationFraction*requestedQPS
+	// A paced run that fell short of its rate is saturated only when its
+	// connections were busy: mean x throughput close to (or above) the
+	// connection count. Fell short with connections idle means the client
+	// itself was starved (a contended host), and the law bounds nothing.
+	c.Occupancy = meanSeconds * actualQPS / float64(connections)
+	fellShort := requestedQPS > 0 && actualQPS < saturationFraction*requestedQPS
+	c.ClientLimited = fellShort && c.Occupancy < 1-tolerance
+	c.Saturated = requestedQPS <= 0 || (fellShort && !c.ClientLimited)
 	c.Consistent = true
 	if c.Saturated {
 		c.ExpectedMean = float64(connections) / actualQPS
@@ -129,6 +138,9 @@ func LittlesLaw(connections int, actualQPS, requestedQPS, meanSeconds, p50Second
 		}
 		c.LawReason = fmt.Sprintf("mean %s ms %s Little's law %d connections / %s qps = %s ms (off by %s, tolerance %s)",
 			ms(meanSeconds), verb, connections, qps(actualQPS), ms(c.ExpectedMean), percent(c.RelativeError), percent(tolerance))
+	} else if c.ClientLimited {
+		c.LawReason = fmt.Sprintf("not saturated (%s of %s requested qps with connections busy %s of the time: the client, not the server, fell behind), so Little's law does not bound the mean",
+			qps(actualQPS), qps(requestedQPS), percent(c.Occupancy))
 	} else {
 		c.LawReason = fmt.Sprintf("not saturated (%s of %s requested qps), so Little's law does not bound the mean",
 			qps(actualQPS), qps(requestedQPS))

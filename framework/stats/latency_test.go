@@ -104,6 +104,12 @@ func TestLittlesLawDetectorsFire(t *testing.T) {
 	if c := LittlesLaw(16, 900, 1000, 0.5, 0.4, 1e-6, 0.1); !c.Saturated || c.Consistent {
 		t.Errorf("900 of 1000 qps must count as saturated and 0.5 s vs 0.0178 s fail: %+v", c)
 	}
+	// Fell short with connections mostly idle (16 x 0.5 ms at 900 qps is
+	// 3% busy): the client was starved, the law does not apply, and it says so.
+	if c := LittlesLaw(16, 900, 1000, 0.0005, 0.0004, 1e-6, 0.1); c.Saturated || !c.ClientLimited || c.Law() != LawNotApplicable ||
+		!strings.Contains(c.LawReason, "the client, not the server, fell behind") {
+		t.Errorf("client-limited paced run judged by Little's law: %+v", c)
+	}
 	if c := LittlesLaw(16, 960, 1000, 0.5, 0.4, 1e-6, 0.1); c.Saturated {
 		t.Errorf("960 of 1000 qps counted as saturated: %+v", c)
 	}
