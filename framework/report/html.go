@@ -156,7 +156,7 @@ func HTML(w io.Writer, dir string, res *Results, reg *claims.Registry) error {
 					continue
 				}
 				a := "fig-" + anchor(id, string(m), tl.Load)
-				row.Figures = append(row.Figures, figure{Anchor: a, Caption: fmt.Sprintf("%s, load %s: -1 per restart cycle by cause; dashed lines are cycle starts", id, tl.Load), SVG: template.HTML(svg)})
+				row.Figures = append(row.Figures, figure{Anchor: a, Caption: fmt.Sprintf("%s, load %s: 503 and -1 (by cause) per restart cycle; dashed lines are cycle starts, the bar under the axis each restart until complete", id, tl.Load), SVG: template.HTML(svg)})
 				figs[id] = append(figs[id], a)
 			}
 		}

@@ -37,7 +37,7 @@ func noneRun(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := reporttest.NoneRun(t, filepath.Join(dir, "run"), reporttest.Run{ID: "html-none", BaselineAbrupt: true})
+	d := reporttest.NoneRun(t, filepath.Join(dir, "run"), reporttest.Run{ID: "html-none", BaselineAbrupt: true, RolloutStatus: "503:3"})
 	if _, err := d.Rebuild(loadRegistry(t)); err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,9 @@ func TestHTMLReportOfARealNoneRun(t *testing.T) {
 		`href="results.json"`,
 		"latency (ms, log scale)",
 		"documented P50…P99.9", // documented percentiles marked on the CDF
-		"no-response (-1) errors in the cycle",
+		"errors in the cycle (503, -1)",
+		"-1 reset", // the abrupt baseline's resets, by cause
+		">503<",    // and its injected 503s, placed in time (legend)
 		"cycle start",
 	} {
 		if !strings.Contains(page, want) {

@@ -120,7 +120,8 @@ func latencyCDF(title string, curves []cdfCurve) ([]byte, error) {
 	return svgOf(p, 16*vg.Centimeter, 10*vg.Centimeter)
 }
 
-// rolloutTimeline draws the timed -1s per restart cycle, stacked by cause,
+// rolloutTimeline draws the timed errors (503, -1 by cause) per restart
+// cycle, stacked,
 // on a time axis in seconds since the load started, with every cycle's start
 // as a dashed line and its restart-to-complete span as a grey band under the
 // axis.
@@ -128,7 +129,7 @@ func rolloutTimeline(title string, tl Timeline) ([]byte, error) {
 	p := plot.New()
 	p.Title.Text = title
 	p.X.Label.Text = "seconds since the load started"
-	p.Y.Label.Text = "no-response (-1) errors in the cycle"
+	p.Y.Label.Text = "errors in the cycle (503, -1)"
 	p.Add(plotter.NewGrid())
 	p.Legend.Top = true
 	t0 := tl.Start
@@ -168,7 +169,7 @@ func rolloutTimeline(title string, tl Timeline) ([]byte, error) {
 		}
 		h := &plotter.Histogram{Bins: bins, FillColor: palette[k%len(palette)], LineStyle: draw.LineStyle{Color: color.White, Width: vg.Points(0.5)}}
 		p.Add(h)
-		p.Legend.Add("-1 "+causes[k], h)
+		p.Legend.Add(causes[k], h)
 	}
 	for i, c := range tl.Cycles {
 		x := c.Start.Sub(t0).Seconds()
@@ -203,7 +204,10 @@ func rolloutTimeline(title string, tl Timeline) ([]byte, error) {
 	if tl.Unattributed > 0 {
 		notes = append(notes, fmt.Sprintf("%d unexplained -1 (no time)", tl.Unattributed))
 	}
-	notes = append(notes, fmt.Sprintf("503: %d of %d (not timed)", tl.Code503, tl.Requests))
+	if untimed := tl.Code503 - tl.Timed503(); untimed > 0 {
+		notes = append(notes, fmt.Sprintf("%d of %d 503s not timed (load without log-errors)", untimed, tl.Code503))
+	}
+	notes = append(notes, fmt.Sprintf("%d requests", tl.Requests))
 	p.X.Label.Text += " — " + strings.Join(notes, "; ")
 	return svgOf(p, 16*vg.Centimeter, 9*vg.Centimeter)
 }

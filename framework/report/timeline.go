@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -33,9 +34,11 @@ type Timeline struct {
 	NoResponse []TimedError `json:"no_response"`
 	// Unattributed counts -1s that no log line explains: they have no time.
 	Unattributed int64 `json:"unattributed"`
-	// Code503 counts 503 answers. fortio logs a non-2xx answer only with
-	// log-errors on, which the suite's loads do not set, so 503s are
-	// counted for the whole run but not placed in time.
+	// NonOK are the non-2xx answers the client logged with their time
+	// (load.Spec.LogErrors), Cause being the status code ("503").
+	NonOK []TimedError `json:"non_ok,omitempty"`
+	// Code503 counts 503 answers in the result; more than len(NonOK) with
+	// Cause 503 means the load ran without log-errors (not timed).
 	Code503  int64 `json:"code_503"`
 	Requests int64 `json:"requests"`
 }
@@ -53,6 +56,11 @@ func TimelineOf(run *load.Run, cycles []rollout.Cycle) Timeline {
 	for _, f := range run.Failures {
 		if !f.Time.IsZero() {
 			tl.NoResponse = append(tl.NoResponse, TimedError{Time: f.Time, Cause: string(f.Cause)})
+		}
+	}
+	for _, f := range run.NonOK {
+		if !f.Time.IsZero() {
+			tl.NonOK = append(tl.NonOK, TimedError{Time: f.Time, Cause: strconv.Itoa(f.Code)})
 		}
 	}
 	if run.Result != nil {
@@ -84,16 +92,37 @@ func ReadTimeline(path string) (Timeline, error) {
 	return tl, nil
 }
 
-// PerCycle counts the timed -1s per cycle window and cause (window i runs
-// from cycle i's start to cycle i+1's, as rollout.CountPerCycle counts);
-// before holds those before the first cycle.
+// Timed503 counts the 503s placed in time.
+func (tl Timeline) Timed503() int64 {
+	var n int64
+	for _, e := range tl.NonOK {
+		if e.Cause == "503" {
+			n++
+		}
+	}
+	return n
+}
+
+// events are every timed error keyed as the plot labels them: "503", "-1 reset".
+func (tl Timeline) events() []TimedError {
+	out := make([]TimedError, 0, len(tl.NonOK)+len(tl.NoResponse))
+	out = append(out, tl.NonOK...)
+	for _, e := range tl.NoResponse {
+		out = append(out, TimedError{Time: e.Time, Cause: "-1 " + e.Cause})
+	}
+	return out
+}
+
+// PerCycle counts the timed errors per cycle window and kind (see Causes;
+// window i runs from cycle i's start to cycle i+1's, as
+// rollout.CountPerCycle counts); before holds those before the first cycle.
 func (tl Timeline) PerCycle() (counts []map[string]int, before map[string]int) {
 	counts = make([]map[string]int, len(tl.Cycles))
 	for i := range counts {
 		counts[i] = map[string]int{}
 	}
 	before = map[string]int{}
-	for _, e := range tl.NoResponse {
+	for _, e := range tl.events() {
 		i := sort.Search(len(tl.Cycles), func(i int) bool { return tl.Cycles[i].Start.After(e.Time) })
 		if i == 0 {
 			before[e.Cause]++
@@ -104,17 +133,20 @@ func (tl Timeline) PerCycle() (counts []map[string]int, before map[string]int) {
 	return counts, before
 }
 
-// Causes lists the causes present, in a fixed order.
+// Causes lists the kinds of timed error present, in a fixed order: "503"
+// (and other status codes), then "-1 reset", "-1 eof", "-1 refused",
+// "-1 timeout", "-1 other".
 func (tl Timeline) Causes() []string {
 	seen := map[string]bool{}
-	for _, e := range tl.NoResponse {
+	for _, e := range tl.events() {
 		seen[e.Cause] = true
 	}
 	var out []string
-	for _, c := range []load.Cause{load.CauseReset, load.CauseEOF, load.CauseRefused, load.CauseTimeout, load.CauseOther} {
-		if seen[string(c)] {
-			out = append(out, string(c))
-			delete(seen, string(c))
+	for _, c := range []string{"503", "-1 " + string(load.CauseReset), "-1 " + string(load.CauseEOF), "-1 " + string(load.CauseRefused),
+		"-1 " + string(load.CauseTimeout), "-1 " + string(load.CauseOther)} {
+		if seen[c] {
+			out = append(out, c)
+			delete(seen, c)
 		}
 	}
 	var rest []string

@@ -78,7 +78,8 @@ func RolloutLoad(ctx context.Context, r *spec.Run, m mode.Mode, h fixtures.Harde
 			return nil, err
 		}
 		dur := RolloutDuration(r)
-		s := load.Spec{URL: EchoURLOf(m), QPS: 100, Connections: 16, Duration: dur, AllowInitialErrors: true}
+		// LogErrors: each 503 is logged with its time, for the timeline.
+		s := load.Spec{URL: EchoURLOf(m), QPS: 100, Connections: 16, Duration: dur, AllowInitialErrors: true, LogErrors: true}
 		r.SetSetup("100 qps, 16 connections, %s, restart loop with %s limit (documented: 600s; -duration-scale=%g); hardening %+v",
 			dur, r.Env.Config.Timeouts.RolloutComplete, r.Env.Config.DurationScale, h)
 		if err := mesh.K.CheckWrite(ctx); err != nil {

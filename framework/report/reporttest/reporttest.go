@@ -46,6 +46,9 @@ type Run struct {
 	BaselineAbrupt bool
 	// RolloutDuration of each rollout load; 0 = 3 s.
 	RolloutDuration time.Duration
+	// RolloutStatus is fortio's echo status query for the backends of
+	// rollout.baseline, e.g. "503:3" (503s during the rollout); "" = 200.
+	RolloutStatus string
 }
 
 var fortioLog = load.CaptureFortioLog(nil)
@@ -94,7 +97,11 @@ func NoneRun(t testing.TB, path string, cfg Run) *report.Dir {
 		{"rollout.baseline", "rollout-none-baseline", base},
 		{"rollout.hardened", "rollout-none-prestop-grace", loopback.Config{Backends: 2, Termination: loopback.Graceful, Drain: 300 * time.Millisecond}},
 	} {
-		res, raw := rolloutUnderLoad(t, ctx, d, client, r.claim, r.name, r.pool, rollDur)
+		status := ""
+		if r.claim == "rollout.baseline" {
+			status = cfg.RolloutStatus
+		}
+		res, raw := rolloutUnderLoad(t, ctx, d, client, r.claim, r.name, r.pool, rollDur, status)
 		record(t, d, report.Record{Claim: r.claim, Mode: mode.None, Raw: raw, Measured: res.Measured(),
 			Setup: "100 qps, 16 connections, " + rollDur.String() + ", loopback pool restart loop (" + r.pool.Termination.String() + ")"})
 	}
@@ -137,7 +144,7 @@ func runLoad(t testing.TB, ctx context.Context, d *report.Dir, client, claim, na
 	return run, []string{rel}
 }
 
-func rolloutUnderLoad(t testing.TB, ctx context.Context, d *report.Dir, client, claim, name string, cfg loopback.Config, dur time.Duration) (*steps.RolloutResult, []string) {
+func rolloutUnderLoad(t testing.TB, ctx context.Context, d *report.Dir, client, claim, name string, cfg loopback.Config, dur time.Duration, status string) (*steps.RolloutResult, []string) {
 	t.Helper()
 	pool, err := loopback.Start(cfg)
 	if err != nil {
@@ -155,7 +162,12 @@ func rolloutUnderLoad(t testing.TB, ctx context.Context, d *report.Dir, client, 
 	}
 	done := make(chan loaded, 1)
 	go func() {
-		r, err := e.Run(ctx, name, load.Spec{URL: pool.URL(), QPS: 100, Connections: 16, Duration: dur, AllowInitialErrors: true})
+		url := pool.URL()
+		if status != "" {
+			url += "?status=" + status
+		}
+		// LogErrors as the suite's rollout loads: 503s are timed too.
+		r, err := e.Run(ctx, name, load.Spec{URL: url, QPS: 100, Connections: 16, Duration: dur, AllowInitialErrors: true, LogErrors: true})
 		done <- loaded{r, err}
 	}()
 	time.Sleep(300 * time.Millisecond) // let the load get going, as GUIDE's loop starts after the load
