@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -45,9 +46,10 @@ type Quantity struct {
 	Old    string          `json:"old"`
 	New    string          `json:"new"`
 	Delta  float64         `json:"delta,omitempty"`
-	CI     *stats.Interval `json:"ci,omitempty"`    // 95% interval of the delta; nil = none (one run)
-	Change bool            `json:"change"`          // the interval excludes 0 (or, for an outcome, it differs)
-	Worse  bool            `json:"worse,omitempty"` // a significant change in the bad direction
+	CI     *stats.Interval `json:"ci,omitempty"`     // 95% interval of the delta; nil = none (one run)
+	Change bool            `json:"change"`           // the interval excludes 0 (or, for an outcome, it differs)
+	Worse  bool            `json:"worse,omitempty"`  // a significant change in the bad direction
+	Better bool            `json:"better,omitempty"` // a significant change in the good direction
 	Note   string          `json:"note,omitempty"`
 }
 
@@ -112,11 +114,8 @@ func compareEntry(o, n Entry) Comparison {
 	for _, q := range c.Quantities {
 		if q.Change {
 			changed = true
-			if q.Worse {
-				worse = true
-			} else if q.Note != "direction unknown" {
-				better = true
-			}
+			worse = worse || q.Worse
+			better = better || q.Better
 		}
 	}
 	switch {
@@ -157,7 +156,7 @@ func quantities(metric claims.Metric, o, n verdict.Measured) []Quantity {
 			q.Delta, q.CI, q.Change = dd.Estimate, &ci, dd.Significant()
 			// Every rate the registry counts is a failure rate (503s,
 			// non-200s, -1s, duplicates): up is worse.
-			q.Worse = q.Change && dd.Estimate > 0
+			q.Worse, q.Better = q.Change && dd.Estimate > 0, q.Change && dd.Estimate < 0
 		}
 		qs = append(qs, q)
 	}
@@ -179,9 +178,9 @@ func quantities(metric claims.Metric, o, n verdict.Measured) []Quantity {
 			q.New = fmt.Sprintf("%.4g (%d runs)", *n.Value, len(n.Runs))
 			switch metric {
 			case claims.LatencyPercentiles, claims.LatencyOverhead, claims.LatencyMean, claims.TimeToReady, claims.IntervalMs:
-				q.Worse = q.Change && dd.Estimate > 0
+				q.Worse, q.Better = q.Change && dd.Estimate > 0, q.Change && dd.Estimate < 0
 			case claims.Throughput, claims.Bandwidth, claims.QueriesPerCore:
-				q.Worse = q.Change && dd.Estimate < 0
+				q.Worse, q.Better = q.Change && dd.Estimate < 0, q.Change && dd.Estimate > 0
 			default:
 				if q.Change {
 					q.Note = "direction unknown"
@@ -192,6 +191,7 @@ func quantities(metric claims.Metric, o, n verdict.Measured) []Quantity {
 		}
 		qs = append(qs, q)
 	}
+	qs = append(qs, repeatedExtras(o.Extra, n.Extra)...)
 	for _, k := range sortedKeys(n.Percentiles) {
 		ov, ok := o.Percentiles[k]
 		if !ok {
@@ -202,6 +202,63 @@ func quantities(metric claims.Metric, o, n verdict.Measured) []Quantity {
 			Note: "one run's histogram: no interval, not judged a change"})
 	}
 	return qs
+}
+
+// runKey is steps.Repeat's per-run extra: "p50_ms_run3".
+var runKey = regexp.MustCompile(`^(.+)_run([0-9]+)$`)
+
+// repeatedExtras compares the numbers a repeated measurement kept per run
+// (p50_ms_run1, baseline_p50_ms_run2, ...) by Welch's interval, where both
+// runs have at least two repeats of them. Times (_ms) are worse higher.
+func repeatedExtras(o, n map[string]float64) []Quantity {
+	group := func(m map[string]float64) map[string][]float64 {
+		g := map[string][]float64{}
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			if sm := runKey.FindStringSubmatch(k); sm != nil {
+				g[sm[1]] = append(g[sm[1]], m[k])
+			}
+		}
+		return g
+	}
+	og, ng := group(o), group(n)
+	names := make([]string, 0, len(ng))
+	for name := range ng {
+		if len(og[name]) >= 2 && len(ng[name]) >= 2 {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	var qs []Quantity
+	for _, name := range names {
+		dd, err := stats.MeanDifference(og[name], ng[name], verdict.Confidence)
+		if err != nil {
+			continue
+		}
+		ci := dd.CI
+		q := Quantity{Name: name + " (mean of repeats)", Old: fmt.Sprintf("%.4g (%d runs)", mean(og[name]), len(og[name])),
+			New: fmt.Sprintf("%.4g (%d runs)", mean(ng[name]), len(ng[name])), Delta: dd.Estimate, CI: &ci, Change: dd.Significant()}
+		switch {
+		case strings.HasSuffix(name, "_ms"):
+			q.Worse, q.Better = q.Change && dd.Estimate > 0, q.Change && dd.Estimate < 0
+		case q.Change:
+			q.Note = "direction unknown"
+		}
+		qs = append(qs, q)
+	}
+	return qs
+}
+
+func mean(xs []float64) float64 {
+	s := 0.0
+	for _, x := range xs {
+		s += x
+	}
+	return s / float64(len(xs))
 }
 
 func dashIfEmpty(s string) string {
