@@ -17,6 +17,11 @@ import (
 // Unset, the test is skipped and says so; set without a browser, it fails.
 const BrowserEnv = "MESHCLAIMS_BROWSER"
 
+// BrowserResultsEnv, if set, names a results directory of a real cluster
+// run (CI: results/local-none after make e2e-local) whose report.html is
+// opened too, as `meshclaims report` wrote it.
+const BrowserResultsEnv = "MESHCLAIMS_BROWSER_RESULTS"
+
 // TestHTMLReportInHeadlessChromium opens the report of a real none-mode run
 // as a person would: in Chromium, from the file, offline. The DOM Chromium
 // built must hold the verdict table and the three plots, and a PNG
@@ -31,7 +36,29 @@ func TestHTMLReportInHeadlessChromium(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%s=1 but no chromium on PATH: %v", BrowserEnv, err)
 	}
-	dir := noneRun(t)
+	t.Run("loopback-none-run", func(t *testing.T) {
+		openInChromium(t, bin, noneRun(t), 3, []string{`<figure id="fig-latency.percentiles--none">`,
+			`<figure id="fig-rollout.baseline--none--rollout-none-baseline">`, "not reproduced"})
+	})
+	if dir := os.Getenv(BrowserResultsEnv); dir != "" {
+		t.Run("cluster-run", func(t *testing.T) {
+			b, err := os.ReadFile(filepath.Join(dir, "report.html"))
+			if err != nil {
+				t.Fatalf("%s=%s: %v", BrowserResultsEnv, dir, err)
+			}
+			if m := externalRef.FindAllString(string(b), -1); len(m) > 0 {
+				t.Errorf("report.html refers outside itself: %q", m)
+			}
+			// A none-mode cluster run measures latency.percentiles: at least its CDF.
+			openInChromium(t, bin, dir, -1, []string{`<figure id="fig-latency.percentiles--none">`})
+		})
+	}
+}
+
+// openInChromium loads dir/report.html in headless Chromium with name
+// lookups disabled, checks the DOM Chromium built (the verdict table, the
+// wanted fragments, svgs plots if >= 0) and keeps a PNG screenshot.
+func openInChromium(t *testing.T, bin, dir string, svgs int, want []string) {
 	page := "file://" + filepath.Join(dir, "report.html")
 	profile := t.TempDir()
 	run := func(extra ...string) []byte {
@@ -50,14 +77,13 @@ func TestHTMLReportInHeadlessChromium(t *testing.T) {
 		return out.Bytes()
 	}
 	dom := string(run("--dump-dom"))
-	for _, want := range []string{`<table id="decision-summary">`, `<figure id="fig-latency.percentiles--none">`,
-		`<figure id="fig-rollout.baseline--none--rollout-none-baseline">`, "not reproduced", "latency (ms, log scale)"} {
-		if !strings.Contains(dom, want) {
-			t.Errorf("Chromium's DOM lacks %q", want)
+	for _, w := range append([]string{`<table id="decision-summary">`, "latency (ms, log scale)"}, want...) {
+		if !strings.Contains(dom, w) {
+			t.Errorf("Chromium's DOM lacks %q", w)
 		}
 	}
-	if n := strings.Count(dom, "<svg"); n != 3 {
-		t.Errorf("Chromium's DOM has %d SVG plots, want 3", n)
+	if n := strings.Count(dom, "<svg"); svgs >= 0 && n != svgs {
+		t.Errorf("Chromium's DOM has %d SVG plots, want %d", n, svgs)
 	}
 	shot := filepath.Join(t.ArtifactDir(), "report.png")
 	run("--screenshot=" + shot)

@@ -25,8 +25,16 @@ func loadRegistry(t *testing.T) *claims.Registry {
 }
 
 // noneRun is a real local none-mode run, rebuilt, shared by the HTML tests
-// (the loads take a few seconds).
+// (the loads take a few seconds); TestMain removes it.
 var noneRunDir string
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if noneRunDir != "" {
+		os.RemoveAll(filepath.Dir(noneRunDir))
+	}
+	os.Exit(code)
+}
 
 func noneRun(t *testing.T) string {
 	t.Helper()
