@@ -85,3 +85,4 @@ func TestCompareOutcomes(t *testing.T) {
 		t.Errorf("same outcome: %+v", c)
 	}
 }
+

@@ -1,11 +1,13 @@
 package report
 
 import (
+	"encoding/json"
 	"fmt"
 	"html/template"
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	"github.com/meshclaims/meshclaims/framework/claims"
@@ -35,6 +37,43 @@ type htmlPage struct {
 	Missing  []string
 	Problems []string // raw files that could not be drawn, said plainly
 	Files    []string // results directory files present (links)
+	// EnvOther are environment.json fields the table above does not name
+	// (added by later versions: images, Istio settings...), shown as JSON.
+	EnvOther []envField
+}
+
+type envField struct{ Key, Value string }
+
+// shownEnv are the environment.json keys the template names.
+var shownEnv = map[string]bool{"run_id": true, "started": true, "finished": true, "provider": true, "cluster": true,
+	"kubernetes": true, "node_image": true, "istio": true, "fortio": true, "modes": true, "duration_scale": true,
+	"repeats": true, "registry": true, "notes": true}
+
+// otherEnv lists env's fields that the template does not name, so a field
+// added to Environment shows up in the report without a template change.
+func otherEnv(env Environment) []envField {
+	b, err := json.Marshal(env)
+	if err != nil {
+		return nil
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(b, &m) != nil {
+		return nil
+	}
+	var out []envField
+	for k, v := range m {
+		if shownEnv[k] {
+			continue
+		}
+		var str string
+		if json.Unmarshal(v, &str) == nil {
+			out = append(out, envField{k, str})
+		} else {
+			out = append(out, envField{k, string(v)})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out
 }
 
 type summaryRow struct {
@@ -71,7 +110,7 @@ type rolloutRow struct {
 // environment and links to the raw results. It is one self-contained file.
 func HTML(w io.Writer, dir string, res *Results, reg *claims.Registry) error {
 	env := res.Environment
-	pg := htmlPage{CSP: ContentSecurityPolicy, Env: env, Summary: res.Summary, Scaled: env.DurationScale != 0 && env.DurationScale != 1}
+	pg := htmlPage{CSP: ContentSecurityPolicy, Env: env, Summary: res.Summary, Scaled: env.DurationScale != 0 && env.DurationScale != 1, EnvOther: otherEnv(env)}
 	pg.Modes = env.Modes
 	if len(pg.Modes) == 0 {
 		pg.Modes = mode.All()
@@ -270,7 +309,8 @@ figure { margin: 0; } figcaption { font-size: 85%; color: #555; max-width: 40em;
 <tr><th>registry</th><td>{{.Env.Registry}}</td></tr>
 {{if not .Env.Started.IsZero}}<tr><th>started</th><td>{{utc .Env.Started.UTC}}</td></tr>{{end}}
 {{if not .Env.Finished.IsZero}}<tr><th>finished</th><td>{{utc .Env.Finished.UTC}}</td></tr>{{end}}
-</table>
+{{range .EnvOther}}<tr><th>{{.Key}}</th><td><code>{{.Value}}</code></td></tr>
+{{end}}</table>
 {{range .Env.Notes}}<p class="note">{{.}}</p>{{end}}
 <p>Results beside this file: {{range $i, $f := .Files}}{{if $i}}, {{end}}<a href="{{$f}}">{{$f}}</a>{{end}}.</p>
 

@@ -175,3 +175,16 @@ func mustEnv(t *testing.T, d *report.Dir) report.Environment {
 	}
 	return env
 }
+
+// Fields others add to Environment appear in the report without a template
+// change; the known ones are not repeated.
+func TestOtherEnvironmentFieldsShown(t *testing.T) {
+	var b strings.Builder
+	res := &report.Results{Environment: report.Environment{RunID: "x", Provider: "kind", Istio: "1.29.0"}}
+	if err := report.HTML(&b, t.TempDir(), res, nil); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Count(b.String(), "<th>provider</th>") != 1 || strings.Contains(b.String(), "<th>run_id</th>") {
+		t.Errorf("known fields repeated:\n%s", b.String())
+	}
+}

@@ -209,7 +209,7 @@ func rolloutTimeline(title string, tl Timeline) ([]byte, error) {
 	}
 	notes = append(notes, fmt.Sprintf("%d requests", tl.Requests))
 	p.X.Label.Text += " — " + strings.Join(notes, "; ")
-	return svgOf(p, 16*vg.Centimeter, 9*vg.Centimeter)
+	return svgOf(p, 14*vg.Centimeter, 9*vg.Centimeter) // two side by side on a laptop screen
 }
 
 func sumCounts(m map[string]int) int {
