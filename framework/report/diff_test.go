@@ -85,4 +85,3 @@ func TestCompareOutcomes(t *testing.T) {
 		t.Errorf("same outcome: %+v", c)
 	}
 }
-
