@@ -88,6 +88,10 @@ type Spec struct {
 	RequestTimeout time.Duration
 	// Labels is fortio -labels, free text kept in the result.
 	Labels string
+	// LogErrors is fortio -log-errors: the client logs every non-2xx answer
+	// ("Non ok http code", with its code and time), so 503s can be placed
+	// in time (Run.NonOK) as -1s are. One log line per such answer.
+	LogErrors bool
 }
 
 // Normalized returns a copy of s with defaults filled in (Resolution,
@@ -186,6 +190,9 @@ func (s Spec) restBody() map[string]any {
 	}
 	if len(n.Headers) > 0 {
 		body["headers"] = append([]string(nil), n.Headers...)
+	}
+	if n.LogErrors {
+		body["log-errors"] = "on"
 	}
 	return body
 }

@@ -6,6 +6,7 @@
 //	<dir>/evidence/          failure evidence (events, logs, proxy config dumps)
 //	<dir>/results.json       typed, versioned verdicts (Results)
 //	<dir>/report.md          decision tables: documented vs measured, per mode
+//	<dir>/report.html        the same with plots: latency CDFs, rollout timelines
 //	<dir>/junit.xml          written by Ginkgo
 //
 // results.json and report.md are always rebuilt from environment.json and
@@ -14,6 +15,7 @@
 package report
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -202,8 +204,8 @@ func Judge(env Environment, records []Record, reg *claims.Registry) (*Results, e
 	return res, nil
 }
 
-// Rebuild re-judges a results directory with reg and rewrites results.json
-// and report.md.
+// Rebuild re-judges a results directory with reg and rewrites results.json,
+// report.md and report.html.
 func (d *Dir) Rebuild(reg *claims.Registry) (*Results, error) {
 	env, err := d.LoadEnvironment()
 	if err != nil {
@@ -228,7 +230,23 @@ func (d *Dir) Rebuild(reg *claims.Registry) (*Results, error) {
 	if err := Markdown(f, res, reg); err != nil {
 		return nil, err
 	}
-	return res, f.Close()
+	if err := f.Close(); err != nil {
+		return nil, err
+	}
+	return res, d.writeHTML(res, reg)
+}
+
+// writeHTML writes report.html whole or not at all.
+func (d *Dir) writeHTML(res *Results, reg *claims.Registry) error {
+	var b bytes.Buffer
+	if err := HTML(&b, d.Path, res, reg); err != nil {
+		return fmt.Errorf("report.html: %w", err)
+	}
+	p := filepath.Join(d.Path, "report.html")
+	if err := os.WriteFile(p+".tmp", b.Bytes(), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(p+".tmp", p)
 }
 
 // LoadResults reads results.json, refusing other schema versions.

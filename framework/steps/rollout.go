@@ -16,6 +16,7 @@ import (
 	"github.com/meshclaims/meshclaims/framework/load"
 	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/probe"
+	"github.com/meshclaims/meshclaims/framework/report"
 	"github.com/meshclaims/meshclaims/framework/rollout"
 	"github.com/meshclaims/meshclaims/framework/spec"
 	"github.com/meshclaims/meshclaims/framework/stats"
@@ -77,7 +78,8 @@ func RolloutLoad(ctx context.Context, r *spec.Run, m mode.Mode, h fixtures.Harde
 			return nil, err
 		}
 		dur := RolloutDuration(r)
-		s := load.Spec{URL: EchoURLOf(m), QPS: 100, Connections: 16, Duration: dur, AllowInitialErrors: true}
+		// LogErrors: each 503 is logged with its time, for the timeline.
+		s := load.Spec{URL: EchoURLOf(m), QPS: 100, Connections: 16, Duration: dur, AllowInitialErrors: true, LogErrors: true}
 		r.SetSetup("100 qps, 16 connections, %s, restart loop with %s limit (documented: 600s; -duration-scale=%g); hardening %+v",
 			dur, r.Env.Config.Timeouts.RolloutComplete, r.Env.Config.DurationScale, h)
 		if err := mesh.K.CheckWrite(ctx); err != nil {
@@ -129,6 +131,13 @@ func underLoad(ctx context.Context, r *spec.Run, c probe.Client, name string, s 
 	}
 	res := &RolloutResult{Load: l.run, Cycles: cycles}
 	res.PerCycle, res.Before = rollout.CountPerCycle(l.run.FailureTimes(), cycles)
+	// The timeline (cycles and timed -1s) is kept beside the fortio result:
+	// report.html draws errors per cycle from it.
+	if tl, err := report.TimelineOf(l.run, cycles).Marshal(); err != nil {
+		return nil, err
+	} else if err := r.SaveRaw(name+strings.TrimSuffix(report.TimelineSuffix, ".json"), tl, nil); err != nil {
+		return nil, err
+	}
 	r.Logf("%d cycles; 503: %d, -1: %d of %d requests; -1 per cycle %v", len(cycles), res.Count503(), l.run.SocketErrors(), res.Requests(), res.PerCycle)
 	return res, nil
 }
