@@ -6,6 +6,7 @@ package latency
 import (
 	"context"
 
+	"github.com/meshclaims/meshclaims/framework/claims"
 	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/spec"
 	"github.com/meshclaims/meshclaims/framework/stats"
@@ -14,18 +15,28 @@ import (
 )
 
 // Scenario: fortio 200 qps, 16 connections, 60 s (scaled), fine histogram
-// resolution. Expectation: the T5 table within the tolerance.
+// resolution, in this mode and in the no-mesh baseline of the same run.
+// Expectation: each percentile's difference from the no-mesh one as in
+// GUIDE's T5 table (the no-mesh run itself is recorded).
 var _ = spec.Declare(spec.Def{
 	Claim:    "latency.percentiles",
 	Area:     "latency",
-	Scenario: "fortio 200 qps x 16 connections x 60 s -> echo:8080; P50..P99.9",
+	Scenario: "fortio 200 qps x 16 connections x 60 s -> echo:8080; P50..P99.9 over the same run's no-mesh P50..P99.9",
 	Slow:     true,
 	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measured, error) {
+		var ref *verdict.Measured
+		if b := r.Claim.Reference; b != nil && b.Compare == claims.Difference && b.Mode != r.Mode {
+			base, err := steps.SteadyLoad(ctx, r, b.Mode)
+			if err != nil {
+				return verdict.Measured{}, err
+			}
+			ref = &verdict.Measured{Percentiles: steps.Percentiles(base), Extra: map[string]float64{"mean_ms": steps.MeanMs(base)}}
+		}
 		run, err := steps.SteadyLoad(ctx, r, r.Mode)
 		if err != nil {
 			return verdict.Measured{}, err
 		}
-		m := verdict.Measured{Percentiles: steps.Percentiles(run), Extra: map[string]float64{"mean_ms": steps.MeanMs(run), "qps": run.Result.ActualQPS}}
+		m := verdict.Measured{Percentiles: steps.Percentiles(run), Extra: map[string]float64{"mean_ms": steps.MeanMs(run), "qps": run.Result.ActualQPS}, Reference: ref}
 		steps.LittleCheck(r, run, m.Extra)
 		return m, nil
 	},
