@@ -12,6 +12,7 @@ package claims
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -226,7 +227,7 @@ type Reference struct {
 
 // AppliesTo reports whether the comparison judges mode m.
 func (r *Reference) AppliesTo(m mode.Mode) bool {
-	return len(r.Modes) == 0 || slicesContains(r.Modes, m)
+	return len(r.Modes) == 0 || slices.Contains(r.Modes, m)
 }
 
 // Distinct groups a claim's judged modes by what the source says: modes in
@@ -241,7 +242,7 @@ type Distinct struct {
 // Group returns the index of m's group, or -1.
 func (d *Distinct) Group(m mode.Mode) int {
 	for i, g := range d.Groups {
-		if slicesContains(g, m) {
+		if slices.Contains(g, m) {
 			return i
 		}
 	}
@@ -263,15 +264,6 @@ func (c *Claim) JudgedDocumented() []mode.Mode {
 		out = append(out, m)
 	}
 	return out
-}
-
-func slicesContains(ms []mode.Mode, m mode.Mode) bool {
-	for _, x := range ms {
-		if x == m {
-			return true
-		}
-	}
-	return false
 }
 
 // Get returns the claim with the given id.

@@ -239,6 +239,9 @@ func judgeReduction(c *claims.Claim, m mode.Mode, doc claims.Value, got Measured
 	if !ok || rd.Count == nil || rd.Total == nil || doc.Count == nil || doc.Total == nil {
 		return Inconclusive, label + ": the registry documents no reference rate for this mode"
 	}
+	if got.Count == nil || got.Total == nil || *got.Total == 0 {
+		return Inconclusive, label + ": no requests were measured"
+	}
 	if got.Reference == nil || got.Reference.Count == nil || got.Reference.Total == nil || *got.Reference.Total == 0 {
 		return Inconclusive, label + ": no same-run reference run was measured"
 	}

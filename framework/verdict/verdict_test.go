@@ -147,6 +147,8 @@ func bandFixes(t *testing.T) []judgeCase {
 			Measured{Count: Int64(1528), Total: Int64(59913), NoResponse: Int64(0), Reference: &Measured{Count: Int64(1528), Total: Int64(59913)}}, NotReproduced, "at most 0.5"},
 		{"a hardened waypoint without its same-run baseline", "rollout.hardened", mode.AmbientL7,
 			Measured{Count: Int64(648), Total: Int64(60000), NoResponse: Int64(0)}, Inconclusive, "no same-run reference run"},
+		{"a hardened record without counts is inconclusive, not a crash", "rollout.hardened", mode.AmbientL7,
+			Measured{Reference: &Measured{Count: Int64(1528), Total: Int64(59913)}}, Inconclusive, "no requests were measured"},
 		{"the reduction is judged for ambient-l7 only", "rollout.hardened", mode.Sidecar,
 			Measured{Count: Int64(0), Total: Int64(60000), NoResponse: Int64(0)}, Reproduced, "consistent with documented zero"},
 		// sidecar.l4-vs-l7-cost: the share of the overhead that is HTTP parsing.
