@@ -56,13 +56,20 @@ func (x *RolloutResult) Measured() verdict.Measured {
 
 var rollouts memo[*RolloutResult]
 
-// RolloutLoad is GUIDE T1 in mode m: 100 qps, 16 keep-alive connections,
-// 600 s (scaled), -allow-initial-errors, while deployment/echo is restarted
-// and waited for (60 s limit) again and again until the load ends. With a
-// non-zero hardening, echo is patched first (and restored after). Shared per
-// mode and hardening between rollout.baseline and rollout.l7-vs-sidecar.
+// RolloutLoad is GUIDE T1 in mode m as the claim's setup states it (100 qps,
+// 16 keep-alive connections, 600 s, scaled), -allow-initial-errors, while
+// deployment/echo is restarted and waited for (60 s limit) again and again
+// until the load ends. With a non-zero hardening, echo is patched first (and
+// restored after). Shared per mode, hardening and load between the claims
+// that state the same load (rollout.baseline, rollout.l7-vs-sidecar, the
+// hardened runs' references).
 func RolloutLoad(ctx context.Context, r *spec.Run, m mode.Mode, h fixtures.Hardening) (*RolloutResult, error) {
-	key := fmt.Sprintf("%s/%s/%+v", r.Env.Config.RunID, m, h)
+	s, err := SetupLoad(r, EchoURLOf(m), RolloutFloor)
+	if err != nil {
+		return nil, err
+	}
+	s.AllowInitialErrors = true
+	key := fmt.Sprintf("%s/%s/%+v/%g/%d/%s", r.Env.Config.RunID, m, h, s.QPS, s.Connections, s.Duration)
 	return rollouts.get(r, key, func() (*RolloutResult, error) {
 		mesh, err := Of(r)
 		if err != nil {
@@ -76,10 +83,7 @@ func RolloutLoad(ctx context.Context, r *spec.Run, m mode.Mode, h fixtures.Harde
 		if err := Quiesce(ctx, r, m); err != nil {
 			return nil, err
 		}
-		dur := RolloutDuration(r)
-		s := load.Spec{URL: EchoURLOf(m), QPS: 100, Connections: 16, Duration: dur, AllowInitialErrors: true}
-		r.SetSetup("100 qps, 16 connections, %s, restart loop with %s limit (documented: 600s; -duration-scale=%g); hardening %+v",
-			dur, r.Env.Config.Timeouts.RolloutComplete, r.Env.Config.DurationScale, h)
+		r.SetSetup("%s, restart loop with %s limit; hardening %+v", DescribeLoad(r, s), r.Env.Config.Timeouts.RolloutComplete, h)
 		if err := mesh.K.CheckWrite(ctx); err != nil {
 			return nil, err
 		}
@@ -270,8 +274,6 @@ func hardeningName(h fixtures.Hardening) string {
 	return strings.Join(parts, "-")
 }
 
-// RolloutDuration is GUIDE T1's 600 s load after -duration-scale, at least
-// 30 s (a few restart cycles).
-func RolloutDuration(r *spec.Run) time.Duration {
-	return r.Env.Config.Scale(600*time.Second, 30*time.Second)
-}
+// RolloutFloor is the shortest T1 load: 30 s leaves room for a few restart
+// cycles.
+const RolloutFloor = 30 * time.Second

@@ -48,8 +48,12 @@ var _ = spec.Declare(spec.Def{
 		for i, f := range factors {
 			names[i] = f.Name
 		}
-		r.SetSetup("one T1 run per setting alone (%s): 100 qps, 16 connections, %s each, restart loop with %s limit (documented: 600s; -duration-scale=%g)",
-			strings.Join(names, ", "), steps.RolloutDuration(r), r.Env.Config.Timeouts.RolloutComplete, r.Env.Config.DurationScale)
+		s, err := steps.SetupLoad(r, steps.EchoURLOf(r.Mode), steps.RolloutFloor)
+		if err != nil {
+			return verdict.Measured{}, err
+		}
+		r.SetSetup("one T1 run per setting alone (%s), each %s, restart loop with %s limit",
+			strings.Join(names, ", "), steps.DescribeLoad(r, s), r.Env.Config.Timeouts.RolloutComplete)
 		return m, nil
 	},
 })

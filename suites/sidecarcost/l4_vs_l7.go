@@ -25,15 +25,15 @@ var _ = spec.Declare(spec.Def{
 	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measured, error) {
 		l4URL := fmt.Sprintf("http://%s.%s:%d/", fixtures.EchoName, r.Namespace(), fixtures.EchoTCPHTTPPort)
 		return steps.Repeat(ctx, r, func(ctx context.Context, i int) (float64, map[string]float64, error) {
-			none, err := steps.Load(ctx, r, steps.InMeshOf(r, mode.None), steps.RunName("none", i), hybridLoad(r, steps.EchoURLOf(mode.None)))
+			none, err := loadOf(ctx, r, steps.InMeshOf(r, mode.None), steps.RunName("none", i), steps.EchoURLOf(mode.None))
 			if err != nil {
 				return 0, nil, err
 			}
-			l4, err := steps.Load(ctx, r, steps.InMesh(r), steps.RunName("l4", i), hybridLoad(r, l4URL))
+			l4, err := loadOf(ctx, r, steps.InMesh(r), steps.RunName("l4", i), l4URL)
 			if err != nil {
 				return 0, nil, err
 			}
-			l7, err := steps.Load(ctx, r, steps.InMesh(r), steps.RunName("l7", i), hybridLoad(r, steps.EchoURL(r)))
+			l7, err := loadOf(ctx, r, steps.InMesh(r), steps.RunName("l7", i), steps.EchoURL(r))
 			if err != nil {
 				return 0, nil, err
 			}

@@ -27,7 +27,7 @@ var _ = spec.Declare(spec.Def{
 		}
 		t := steps.Target(r)
 		return steps.Repeat(ctx, r, func(ctx context.Context, i int) (float64, map[string]float64, error) {
-			none, err := steps.Load(ctx, r, steps.InMeshOf(r, mode.None), steps.RunName("none", i), hybridLoad(r, steps.EchoURLOf(mode.None)))
+			none, err := loadOf(ctx, r, steps.InMeshOf(r, mode.None), steps.RunName("none", i), steps.EchoURLOf(mode.None))
 			if err != nil {
 				return 0, nil, err
 			}
@@ -37,7 +37,7 @@ var _ = spec.Declare(spec.Def{
 					return 0, nil, err
 				}
 				steps.Settle(ctx, r, r.Env.Config.Timeouts.NetPolSettle, "istiod to push the DestinationRule")
-				run, err := steps.Load(ctx, r, steps.InMesh(r), steps.RunName(map[bool]string{false: "mtls-off", true: "mtls-on"}[mutual], i), hybridLoad(r, steps.EchoURL(r)))
+				run, err := loadOf(ctx, r, steps.InMesh(r), steps.RunName(map[bool]string{false: "mtls-off", true: "mtls-on"}[mutual], i), steps.EchoURL(r))
 				if err != nil {
 					return 0, nil, err
 				}
