@@ -163,9 +163,14 @@ func harden(ctx context.Context, r *spec.Run, m mode.Mode, h fixtures.Hardening)
 }
 
 // OrdersDuringRollout is GUIDE T2: reset the collector, let order-client send
-// 20 POST/s for 300 s (scaled) while deployment/order restarts in a loop,
-// then count sent, failed and duplicate executions.
+// 20 POST/s for the claim's setup duration (300 s, scaled) while
+// deployment/order restarts in a loop, then count sent, failed and
+// duplicate executions.
 func OrdersDuringRollout(ctx context.Context, r *spec.Run) (verdict.Measured, error) {
+	documented, err := time.ParseDuration(r.Claim.Setup.Duration)
+	if err != nil || documented <= 0 {
+		return verdict.Measured{}, fmt.Errorf("claim %s: its registry setup states no duration (%q), so T2 has no length", r.Claim.ID, r.Claim.Setup.Duration)
+	}
 	mesh, err := Of(r)
 	if err != nil {
 		return verdict.Measured{}, err
@@ -192,8 +197,8 @@ func OrdersDuringRollout(ctx context.Context, r *spec.Run) (verdict.Measured, er
 	if err := call(oc, http.MethodGet, "/stats", &before); err != nil {
 		return verdict.Measured{}, err
 	}
-	dur := r.Env.Config.Scale(300*time.Second, 30*time.Second)
-	r.SetSetup("order-client 20 POST/s for %s while order restarts (documented: 300s); collector reset first", dur)
+	dur := r.Env.Config.Scale(documented, 30*time.Second)
+	r.SetSetup("order-client 20 POST/s for %s while order restarts (documented: %s); collector reset first", dur, documented)
 	driver, err := NewDeploymentDriver(mesh, ns, fixtures.OrderName)
 	if err != nil {
 		return verdict.Measured{}, err
