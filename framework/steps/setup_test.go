@@ -31,6 +31,7 @@ func TestSetupLoadFromRegistry(t *testing.T) {
 	}{
 		{"latency.percentiles", SteadyFloor, 200, 16, 30 * time.Second},
 		{"latency.p50-overhead", SteadyFloor, 200, 16, 30 * time.Second},
+		{"latency.l7-over-sidecar-p50", SteadyFloor, 200, 16, 30 * time.Second},
 		{"rollout.baseline", RolloutFloor, 100, 16, 300 * time.Second},
 		{"rollout.hardened", RolloutFloor, 100, 16, 300 * time.Second},
 		{"rollout.l7-vs-sidecar", RolloutFloor, 100, 16, 300 * time.Second},

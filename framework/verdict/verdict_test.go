@@ -135,6 +135,9 @@ func bandFixes(t *testing.T) []judgeCase {
 			Measured{Percentiles: slow, Reference: &Measured{Percentiles: slow}}, NotReproduced, "P50 0 vs 1.29 (out)"},
 		{"sidecar's overhead on a cluster 0.5 ms slower than GUIDE's", "latency.percentiles", mode.Sidecar,
 			Measured{Percentiles: pct(2.61, 3.10, 3.39, 4.41, 8.50), Reference: &Measured{Percentiles: pct(1.32, 1.83, 2.23, 2.47, 2.50)}}, Reproduced, "P50 1.29 vs 1.29 (ok)"},
+		// latency.l7-over-sidecar-p50 (issue 14 item 3): the waypoint's P50 over sidecar's.
+		{"GUIDE's waypoint over sidecar", "latency.l7-over-sidecar-p50", mode.AmbientL7, Measured{Value: Float64(0.57)}, Reproduced, ""},
+		{"a waypoint 2 ms above sidecar is not 'roughly on par'", "latency.l7-over-sidecar-p50", mode.AmbientL7, Measured{Value: Float64(2.0)}, NotReproduced, "[-0.03, 1.17]"},
 		// rollout.baseline: 1.2% passed both sidecar's and ambient-l7's bands.
 		{"1.2% 503s is not sidecar's 0.54%", "rollout.baseline", mode.Sidecar,
 			Measured{Count: Int64(720), Total: Int64(60000), NoResponse: Int64(2)}, NotReproduced, "lies outside a factor of 2"},

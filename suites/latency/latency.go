@@ -78,3 +78,28 @@ var _ = spec.Declare(spec.Def{
 		return verdict.Measured{Value: verdict.Float64(o.Delta), Extra: map[string]float64{"p50_ms": v, "baseline_p50_ms": b, "factor": o.Factor}}, nil
 	},
 })
+
+// Needs: sidecar selected in the same run. Scenario: the T5 loads of
+// ambient-l7 and sidecar (shared with the other latency claims).
+// Expectation: the waypoint's P50 roughly on par with or slightly above
+// sidecar's (GUIDE: +0.57 ms).
+var _ = spec.Declare(spec.Def{
+	Claim:    "latency.l7-over-sidecar-p50",
+	Area:     "latency",
+	Scenario: "P50 of the ambient-l7 T5 load minus the sidecar P50 of the same run",
+	Needs:    []spec.Need{steps.NeedModes(mode.Sidecar)},
+	Slow:     true,
+	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measured, error) {
+		side, err := steps.SteadyLoad(ctx, r, mode.Sidecar)
+		if err != nil {
+			return verdict.Measured{}, err
+		}
+		l7, err := steps.SteadyLoad(ctx, r, r.Mode)
+		if err != nil {
+			return verdict.Measured{}, err
+		}
+		b, v := steps.Percentiles(side)["50"], steps.Percentiles(l7)["50"]
+		o := stats.OverheadOf(v, b)
+		return verdict.Measured{Value: verdict.Float64(o.Delta), Extra: map[string]float64{"p50_ms": v, "sidecar_p50_ms": b}}, nil
+	},
+})
