@@ -168,3 +168,51 @@ func TestNodeImageInEnvironmentAndReport(t *testing.T) {
 		}
 	}
 }
+
+// The judges that compare with the same run's reference (or a scale) judge
+// a record read back from measured/ as they judged it before it was
+// written: the record carries the reference and the scaled value.
+func TestRebuildKeepsSameRunReferences(t *testing.T) {
+	reg, err := claims.Load(registryPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := Create(filepath.Join(t.TempDir(), "run"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := Environment{RunID: "r1", Started: time.Unix(0, 0), Provider: "local", Modes: []mode.Mode{mode.None, mode.Sidecar, mode.AmbientL7}, DurationScale: 1, Repeats: 1, Registry: "testdata/claims.yaml"}
+	if err := d.SaveEnvironment(env); err != nil {
+		t.Fatal(err)
+	}
+	slow := map[string]float64{"50": 1.5, "75": 2.0, "90": 2.4, "99": 3.3, "99.9": 7.5}
+	records := []Record{
+		// un-hardened rates in a hardened record: the reduction fails
+		{Claim: "rollout.hardened", Mode: mode.AmbientL7, Measured: verdict.Measured{Count: verdict.Int64(1528), Total: verdict.Int64(59913), NoResponse: verdict.Int64(0),
+			Reference: &verdict.Measured{Count: verdict.Int64(1528), Total: verdict.Int64(59913)}}},
+		// no overhead over the same run's no-mesh load
+		{Claim: "latency.percentiles", Mode: mode.Sidecar, Measured: verdict.Measured{Percentiles: slow, Reference: &verdict.Measured{Percentiles: slow}}},
+		// no growth with 10,000 Services
+		{Claim: "kubeproxy.service-scale", Mode: mode.None, Measured: verdict.Measured{Value: verdict.Float64(0.96), At: &claims.AtScale{Services: 10000, Value: 0.97}}},
+	}
+	for _, r := range records {
+		if err := d.Record(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := d.Rebuild(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Entries) != len(records) {
+		t.Fatalf("%d entries for %d records", len(res.Entries), len(records))
+	}
+	for _, e := range res.Entries {
+		if e.Verdict.Result != verdict.NotReproduced {
+			t.Errorf("%s [%s] re-judged %s, want not reproduced: %s", e.Verdict.Claim, e.Verdict.Mode, e.Verdict.Result, e.Verdict.Reason)
+		}
+		if strings.Contains(e.Verdict.Reason, "no same-run") || strings.Contains(e.Verdict.Reason, "no value was measured with") {
+			t.Errorf("%s: the reference did not survive the record: %s", e.Verdict.Claim, e.Verdict.Reason)
+		}
+	}
+}

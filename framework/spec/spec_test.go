@@ -28,7 +28,7 @@ func measure(context.Context, *Run) (verdict.Measured, error) { return verdict.M
 func TestPlanSelectsApplicableModes(t *testing.T) {
 	reg := registry(t)
 	defs := []Def{
-		{Claim: "netpol.hbone-allowed", Area: "netpol", Measure: measure},
+		{Claim: "netpol.hbone-allowed", Area: "netpol", Measure: measure, Needs: []Need{{Name: "networkpolicy-enforcement"}}},
 		{Claim: "latency.percentiles", Area: "latency", Measure: measure},
 	}
 	got, err := Plan(reg, defs, []mode.Mode{mode.None, mode.AmbientL4})
@@ -55,6 +55,7 @@ func TestPlanRejectsDisagreement(t *testing.T) {
 		`claim "latency.all-ok" has more than one spec`: {{Claim: "latency.all-ok", Measure: measure}, {Claim: "latency.all-ok", Measure: measure}},
 		`has no Measure`:                                {{Claim: "latency.all-ok"}},
 		`narrows to mode none`:                          {{Claim: "mtls.in-mesh-ok", Modes: []mode.Mode{mode.None}, Measure: measure}},
+		`spec of claim "netpol.app-port-only" does not check the claim's need "networkpolicy-enforcement"`: {{Claim: "netpol.app-port-only", Measure: measure, Needs: []Need{{Name: "modes [sidecar] in the run"}}}},
 	}
 	for want, defs := range cases {
 		if _, err := Plan(reg, defs, mode.All()); err == nil || !strings.Contains(err.Error(), want) {

@@ -219,3 +219,14 @@ func ErrorsPerCycle(errors int64, cycles int) (PerCycle, error) {
 	}
 	return PerCycle{Errors: errors, Cycles: cycles, PerCycle: float64(errors) / float64(cycles)}, nil
 }
+
+// ShareOf is part over whole, e.g. the share of the sidecar's latency
+// overhead over no mesh that HTTP parsing takes (HYBRID: 0.87 of 2.22 ms,
+// 39%). A whole that is not positive has no share: the error names it
+// rather than dividing by it.
+func ShareOf(part, whole float64) (float64, error) {
+	if !(whole > 0) || math.IsInf(whole, 1) || math.IsNaN(part) || math.IsInf(part, 0) {
+		return 0, fmt.Errorf("stats: ShareOf: part %v of whole %v: the whole must be a positive finite number (a cost over a baseline that is not above it has no share)", part, whole)
+	}
+	return part / whole, nil
+}

@@ -201,3 +201,18 @@ func TestLittlesLawVerdict(t *testing.T) {
 		t.Errorf("paced coarse run: law %q, histogram %q", paced.LawReason, paced.HistogramReason)
 	}
 }
+
+func TestShareOf(t *testing.T) {
+	s, err := ShareOf(2.459-1.585, 2.459-0.238)
+	if err != nil || math.Abs(s-0.3935) > 1e-4 {
+		t.Fatalf("HYBRID's parsing share = %v, %v; want 0.3935", s, err)
+	}
+	for _, whole := range []float64{0, -0.1, math.NaN(), math.Inf(1)} {
+		if _, err := ShareOf(0.1, whole); err == nil || !strings.Contains(err.Error(), "the whole must be a positive") {
+			t.Errorf("ShareOf(0.1, %v) = %v; want an error naming the whole", whole, err)
+		}
+	}
+	if _, err := ShareOf(math.NaN(), 1); err == nil {
+		t.Error("ShareOf(NaN, 1) accepted")
+	}
+}

@@ -37,7 +37,11 @@ func latencyRun(t *testing.T, claim string) *spec.Run {
 // they ran at 0.1 ms.
 func TestLatencyLoadsAskForFineResolution(t *testing.T) {
 	r := latencyRun(t, "latency.percentiles")
-	for name, s := range map[string]load.Spec{"steady (T5)": Steady(r), "churn": churnLoad(r)} {
+	steady, err := Steady(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, s := range map[string]load.Spec{"steady (T5)": steady, "churn": churnLoad(r)} {
 		if got := s.Normalized().Resolution; got > fineEnough {
 			t.Errorf("%s load: resolution %g s, want <= %g", name, got, fineEnough)
 		}
@@ -60,7 +64,10 @@ func TestLatencyLoadsAskForFineResolution(t *testing.T) {
 // 0.1 ms is then no longer coarse for it.)
 func TestSteadyLoadIsResolvedByTheAnalyzer(t *testing.T) {
 	r := latencyRun(t, "latency.percentiles")
-	s := Steady(r)
+	s, err := Steady(r)
+	if err != nil {
+		t.Fatal(err)
+	}
 	s.Duration = time.Second // the load's shape at test length: 200 qps x 16 connections
 
 	fine := fortiotest.RunSpec(t, "steady-fine", s, "delay=100us")

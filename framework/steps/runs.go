@@ -65,15 +65,20 @@ func (m *memo[T]) get(r *spec.Run, key string, f func() (T, error)) (T, error) {
 
 var steady memo[*load.Run]
 
-// SteadyLoad is GUIDE T5's load in mode m, run once per run and shared.
+// SteadyLoad is GUIDE T5's load in mode m as the claim's setup states it
+// (200 qps, 16 connections, 60 s, never below SteadyFloor), run once per run,
+// mode and load and shared by the claims that state the same load.
 func SteadyLoad(ctx context.Context, r *spec.Run, m mode.Mode) (*load.Run, error) {
-	return steady.get(r, r.Env.Config.RunID+"/"+string(m), func() (*load.Run, error) {
+	s, err := LatencyLoad(r, EchoURLOf(m), SteadyFloor)
+	if err != nil {
+		return nil, err
+	}
+	key := fmt.Sprintf("%s/%s/%g/%d/%s", r.Env.Config.RunID, m, s.QPS, s.Connections, s.Duration)
+	return steady.get(r, key, func() (*load.Run, error) {
 		if err := Quiesce(ctx, r, m); err != nil {
 			return nil, err
 		}
-		s := Steady(r)
-		s.URL = EchoURLOf(m)
-		r.SetSetup("%g qps, %d connections, %s (documented: 200 qps, 16, 60s; -duration-scale=%g)", s.QPS, s.Connections, s.Duration, r.Env.Config.DurationScale)
+		r.SetSetup("%s", DescribeLoad(r, s))
 		return Load(ctx, r, InMeshOf(r, m), "steady-"+string(m), s)
 	})
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/meshclaims/meshclaims/framework/config"
 	"github.com/meshclaims/meshclaims/framework/fortioresult"
 	"github.com/meshclaims/meshclaims/framework/fortioresult/fortiotest"
-	"github.com/meshclaims/meshclaims/framework/load"
 	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/spec"
 )
@@ -26,9 +25,17 @@ func TestHybridLoadsAskForFineResolution(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := spec.NewRun(reg.MustGet("sidecar.cost-latency"), mode.Sidecar, &spec.Env{Config: &config.Config{DurationScale: 1}}, nil)
+	env := &spec.Env{Config: &config.Config{DurationScale: 1}}
+	r := spec.NewRun(reg.MustGet("sidecar.cost-latency"), mode.Sidecar, env, nil)
 	url := "http://echo.meshclaims-sidecar:8080/"
-	for name, s := range map[string]load.Spec{"paced": hybridLoad(r, url), "saturation": saturationLoad(r, url)} {
+	for name, claim := range map[string]string{"paced": "sidecar.cost-latency", "saturation": "sidecar.cost-throughput"} {
+		s, err := hybridLoad(spec.NewRun(reg.MustGet(claim), mode.Sidecar, env, nil), url)
+		if err != nil {
+			t.Fatalf("%s load: %v", name, err)
+		}
+		if name == "saturation" && s.QPS != 0 {
+			t.Errorf("%s load from %s: qps %g, want no limit", name, claim, s.QPS)
+		}
 		if got := s.Normalized().Resolution; got > 1e-5 {
 			t.Errorf("%s load: resolution %g s, want <= 1e-05", name, got)
 		}
@@ -40,7 +47,10 @@ func TestHybridLoadsAskForFineResolution(t *testing.T) {
 	// HYBRID's paced load for real (500 qps x 16 connections, 1 s) through
 	// the suite's engine on loopback: the analyzer accepts its percentiles,
 	// and the old 0.1 ms resolution is flagged (negative control).
-	s := hybridLoad(r, url)
+	s, err := hybridLoad(r, url)
+	if err != nil {
+		t.Fatal(err)
+	}
 	s.Duration = time.Second
 	for _, c := range []struct {
 		resolution float64
