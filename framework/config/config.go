@@ -47,15 +47,26 @@ type Timeouts struct {
 	WorkloadsReady  time.Duration // Deployments of a mode available
 	RolloutComplete time.Duration // GUIDE: kubectl rollout status --timeout=60s
 	Probe           time.Duration // one probe request (plaintext, NetworkPolicy, ...)
-	NetPolSettle    time.Duration // time a CNI gets to program a NetworkPolicy
-	Cleanup         time.Duration // deleting the suite's namespaces
-	ServiceReady    time.Duration // kubeproxy.service-scale: one Service answering
-	Quiet           time.Duration // a Service steady after a rollout: old pods gone (preStop 10 s + grace 40 s)
-	ProxySync       time.Duration // kube-proxy/ztunnel to program endpoints that just settled
-	GatewayReady    time.Duration // a Deployment istiod creates for a Gateway (ingress, waypoint) to appear and roll out, and a waypoint's Gateway to be Programmed with an address
+	// NetPolSettle is the documented bounded wait after a NetworkPolicy
+	// changes on a cluster whose enforcer's rules the suite cannot read
+	// (every provider but local, where kube-router's iptables are polled).
+	NetPolSettle time.Duration
+	Cleanup      time.Duration // deleting the suite's namespaces
+	ServiceReady time.Duration // kubeproxy.service-scale: one Service answering
+	Quiet        time.Duration // a Service steady after a rollout: old pods gone (preStop 10 s + grace 40 s)
+	ProxySync    time.Duration // kube-proxy/ztunnel to program endpoints that just settled
+	GatewayReady time.Duration // a Deployment istiod creates for a Gateway (ingress, waypoint) to appear and roll out, and a waypoint's Gateway to be Programmed with an address
 	// PolicyRestore bounds the wait, after a spec removed its policy, until
 	// a probe shows the base behaviour again (the next spec's precondition).
 	PolicyRestore time.Duration
+	// ConfigPushed bounds the wait, after a spec applied or removed an
+	// Istio or NetworkPolicy object, until the proxies' admin dumps (or
+	// the enforcer's rules) carry the change; ConvergePoll is how often
+	// they are read and ConvergeTimes how many reads in a row must agree
+	// (the Gateway API suite's RequiredConsecutiveSuccesses).
+	ConfigPushed  time.Duration
+	ConvergePoll  time.Duration
+	ConvergeTimes int
 }
 
 // DefaultTimeouts returns the defaults.
@@ -73,6 +84,9 @@ func DefaultTimeouts() Timeouts {
 		ProxySync:       2 * time.Second,
 		GatewayReady:    3 * time.Minute,
 		PolicyRestore:   90 * time.Second,
+		ConfigPushed:    60 * time.Second,
+		ConvergePoll:    time.Second,
+		ConvergeTimes:   3,
 	}
 }
 
@@ -102,7 +116,11 @@ type Config struct {
 	DurationScale float64
 	Registry      string // push images here (EKS); empty = load into nodes
 	FailOn        string // FailOnNotReproduced or FailOnError
-	Timeouts      Timeouts
+	// EvidenceMax caps how many specs of a run collect evidence (each
+	// verdict other than reproduced or recorded collects some), so a run
+	// with many failures stays small; 0 collects none.
+	EvidenceMax int
+	Timeouts    Timeouts
 
 	sharedKubeconfig *flag.Flag
 }
@@ -140,6 +158,8 @@ func Register(fs *flag.FlagSet) *Config {
 	fs.Float64Var(&c.DurationScale, "duration-scale", 1, "scale every documented duration, e.g. 0.1 for a quick run (stated in the report)")
 	fs.StringVar(&c.Registry, "image-registry", "", "push workload images to this registry instead of loading them into nodes (EKS)")
 	fs.StringVar(&c.FailOn, "fail-on", FailOnNotReproduced, "what fails a spec: "+FailOnNotReproduced+" (any verdict but reproduced/recorded) or "+FailOnError+" (only a measurement that could not be made or a missing precondition; verdicts still reported)")
+	fs.IntVar(&c.EvidenceMax, "evidence-max", 20, "collect evidence (events, logs, proxy and istiod debug dumps) for at most this many specs whose verdict is not reproduced; 0 = none")
+	fs.DurationVar(&c.Timeouts.ConfigPushed, "config-pushed-timeout", c.Timeouts.ConfigPushed, "limit for the proxies' admin dumps (or kube-router's rules) to carry an applied policy")
 	fs.DurationVar(&c.Timeouts.RolloutComplete, "rollout-timeout", c.Timeouts.RolloutComplete, "limit for one rollout to complete (GUIDE: 60s)")
 	fs.DurationVar(&c.Timeouts.WorkloadsReady, "ready-timeout", c.Timeouts.WorkloadsReady, "limit for a mode's workloads to become ready")
 	return c
@@ -166,6 +186,12 @@ func (c *Config) Validate(repoRoot string, now time.Time) error {
 	}
 	if !contains(FailOns, c.FailOn) {
 		bad("-fail-on=%q is not known; accepted: %s", c.FailOn, strings.Join(FailOns, ", "))
+	}
+	if c.EvidenceMax < 0 {
+		bad("-evidence-max=%d is negative; accepted: 0 (no evidence) or more", c.EvidenceMax)
+	}
+	if c.Timeouts.ConfigPushed < c.Timeouts.ConvergePoll || c.Timeouts.ConvergePoll <= 0 || c.Timeouts.ConvergeTimes < 1 {
+		bad("-config-pushed-timeout=%s must be at least the poll interval %s (and the wait needs >= 1 consecutive read, got %d)", c.Timeouts.ConfigPushed, c.Timeouts.ConvergePoll, c.Timeouts.ConvergeTimes)
 	}
 	if !versionPattern.MatchString(c.IstioVersion) {
 		bad("-istio-version=%q is not a version like 1.30.2", c.IstioVersion)

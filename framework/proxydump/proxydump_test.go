@@ -106,10 +106,11 @@ func TestEnvoyDumpRefusesOtherJSON(t *testing.T) {
 func TestZtunnelHasPolicy(t *testing.T) {
 	dump := read(t, "ztunnel_config_dump.json")
 	l4 := "meshclaims-ambient-l4"
-	for _, name := range []string{"echo-allow-good", ConvertedPeerAuthenticationPrefix + "strict"} {
-		if found, seen, err := ZtunnelHasPolicy(dump, l4, name); err != nil || !found {
-			t.Fatalf("%s: found=%v err=%v seen=%s", name, found, err, seen)
-		}
+	if found, seen, err := ZtunnelHasPolicy(dump, l4, "echo-allow-good"); err != nil || !found {
+		t.Fatalf("found=%v err=%v seen=%s", found, err, seen)
+	}
+	if found, _, err := ZtunnelHasPolicy(dump, "istio-system", StaticStrictPolicy); err != nil || !found {
+		t.Fatalf("static strict: found=%v err=%v", found, err)
 	}
 	// Negative controls: the same name in another namespace; a name only
 	// in a workload's authorizationPolicies list is not a policy carried.
@@ -152,5 +153,31 @@ func TestKubeRouterPolicyRules(t *testing.T) {
 	}
 	if _, _, err := KubeRouterPolicyRules(save, "x", nil); err == nil {
 		t.Fatal("no pod IPs accepted")
+	}
+}
+
+// Namespace-wide STRICT reaches ztunnel as each workload's reference to
+// the root namespace's static strict policy; its removal as the reference
+// gone.
+func TestZtunnelWorkloadsReference(t *testing.T) {
+	dump := read(t, "ztunnel_config_dump.json")
+	l4, pod, key := "meshclaims-ambient-l4", "echo-6b7c9-x2m4q", "istio-system/"+StaticStrictPolicy
+	if ok, seen, err := ZtunnelWorkloadsReference(dump, l4, []string{pod}, key, true); err != nil || !ok {
+		t.Fatalf("ok=%v err=%v seen=%s", ok, err, seen)
+	}
+	// Negative controls: waiting for its removal while it is referenced;
+	// a pod ztunnel does not know; a key not referenced.
+	if ok, seen, _ := ZtunnelWorkloadsReference(dump, l4, []string{pod}, key, false); ok || !strings.Contains(seen, pod) {
+		t.Fatalf("removal: ok=%v seen=%s", ok, seen)
+	}
+	if ok, seen, _ := ZtunnelWorkloadsReference(dump, l4, []string{pod, "echo-6b7c9-zzzzz"}, key, true); ok || !strings.Contains(seen, "echo-6b7c9-zzzzz (not a ztunnel workload)") {
+		t.Fatalf("unknown pod: ok=%v seen=%s", ok, seen)
+	}
+	if ok, _, _ := ZtunnelWorkloadsReference(dump, l4, []string{pod}, l4+"/"+ConvertedPeerAuthenticationPrefix+"echo-port-permissive", true); ok {
+		t.Fatal("an unreferenced key counted")
+	}
+	gone := strings.Replace(dump, `"istio-system/istio_converted_static_strict", `, "", 1)
+	if ok, _, err := ZtunnelWorkloadsReference(gone, l4, []string{pod}, key, false); err != nil || !ok {
+		t.Fatalf("after removal: ok=%v err=%v", ok, err)
 	}
 }

@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/meshclaims/meshclaims/framework/claims"
+	"github.com/meshclaims/meshclaims/framework/converge"
 	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
@@ -61,6 +62,12 @@ type Record struct {
 	Setup    string   `json:"setup,omitempty"`
 	Raw      []string `json:"raw,omitempty"`      // paths relative to the results directory
 	Evidence []string `json:"evidence,omitempty"` // idem
+	// Waits are the converging waits made before measuring (what for,
+	// how long): a slow push is visible next to the verdict it preceded.
+	Waits []converge.Wait `json:"waits,omitempty"`
+	// Declared is the source file:line of the spec.Declare that produced
+	// the measurement, relative to the repository.
+	Declared string `json:"declared,omitempty"`
 	// Where the measurement ran: provider, API server, Kubernetes and Istio
 	// versions (a kind laptop, a local host cluster and EKS differ).
 	Where string `json:"where,omitempty"`
@@ -77,6 +84,8 @@ type Entry struct {
 	Measure  verdict.Measured `json:"measurement"`
 	Raw      []string         `json:"raw,omitempty"`
 	Evidence []string         `json:"evidence,omitempty"`
+	Waits    []converge.Wait  `json:"waits,omitempty"`
+	Declared string           `json:"declared,omitempty"`
 	Where    string           `json:"where,omitempty"`
 }
 
@@ -197,7 +206,7 @@ func Judge(env Environment, records []Record, reg *claims.Registry) (*Results, e
 		v := verdict.Judge(c, r.Mode, r.Measured)
 		res.Entries = append(res.Entries, Entry{
 			Verdict: v, Title: c.Title, Source: c.Source.Doc + " " + c.Source.Section,
-			Kind: c.Kind, Metric: c.Metric, Setup: r.Setup, Measure: r.Measured, Raw: r.Raw, Evidence: r.Evidence, Where: r.Where,
+			Kind: c.Kind, Metric: c.Metric, Setup: r.Setup, Measure: r.Measured, Raw: r.Raw, Evidence: r.Evidence, Waits: r.Waits, Declared: r.Declared, Where: r.Where,
 		})
 		res.Summary[v.Result]++
 	}

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/meshclaims/meshclaims/framework/claims"
 	"github.com/meshclaims/meshclaims/framework/config"
+	"github.com/meshclaims/meshclaims/framework/converge"
 	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/report"
 )
@@ -37,7 +39,11 @@ type Run struct {
 	raw   []string
 	setup string
 	evid  []string
-	names map[string]int
+	waits []converge.Wait
+	// touched are namespaces besides the mode's that the spec used (a
+	// comparison spec's other mode): evidence is collected from them too.
+	touched []string
+	names   map[string]int
 	// onCleanup registers an undo; Ginkgo's DeferCleanup inside a spec, a
 	// list run by Close elsewhere (tests, tools).
 	onCleanup func(func(context.Context) error)
@@ -104,6 +110,28 @@ func (r *Run) SetSetup(format string, a ...any) { r.setup = fmt.Sprintf(format, 
 
 // AddEvidence lists a failure-evidence path (relative to the results dir).
 func (r *Run) AddEvidence(path string) { r.evid = append(r.evid, path) }
+
+// AddWait records one converging (or bounded) wait the spec made before
+// measuring: what it waited for and how long it took.
+func (r *Run) AddWait(w converge.Wait) {
+	r.waits = append(r.waits, w)
+	r.Logf("waited %s for %s (%d polls)", w.Took.Round(time.Millisecond), w.For, w.Polls)
+}
+
+// Waits are the waits AddWait recorded, for the measured record.
+func (r *Run) Waits() []converge.Wait { return r.waits }
+
+// Touch records a namespace the spec used besides its mode's own (a
+// comparison spec's second mode, the no-mesh baseline).
+func (r *Run) Touch(ns string) {
+	if ns == r.Namespace() || slices.Contains(r.touched, ns) {
+		return
+	}
+	r.touched = append(r.touched, ns)
+}
+
+// Namespaces is every namespace the spec touched, its mode's first.
+func (r *Run) Namespaces() []string { return append([]string{r.Namespace()}, r.touched...) }
 
 // Raw, Setup and Evidence are what the record will carry.
 func (r *Run) Raw() []string      { return r.raw }

@@ -107,7 +107,9 @@ func netpolPreflight(ctx context.Context, r *spec.Run) error {
 		return PositiveControl(ctx, r, Outside(), url)
 	}
 	defer undo()
-	Settle(ctx, r, r.Env.Config.Timeouts.NetPolSettle, "the CNI to program the deny-all policy")
+	if err := AwaitApplied(ctx, r, deny); err != nil {
+		return fmt.Errorf("preflight: %w", err)
+	}
 	after, err := Probe(ctx, r, Outside(), url)
 	if err != nil {
 		return err
@@ -136,7 +138,9 @@ func UnderNetPol(ctx context.Context, r *spec.Run, policy *networkingv1.NetworkP
 	if err := Apply(ctx, r, policy); err != nil {
 		return verdict.Measured{}, err
 	}
-	Settle(ctx, r, r.Env.Config.Timeouts.NetPolSettle, "the CNI to program the policy")
+	if err := AwaitApplied(ctx, r, policy); err != nil {
+		return verdict.Measured{}, err
+	}
 	return ProbeOutcome(ctx, r, InMesh(r), url)
 }
 

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/meshclaims/meshclaims/fixtures"
+	"github.com/meshclaims/meshclaims/framework/converge"
 	"github.com/meshclaims/meshclaims/framework/fortioresult"
 	"github.com/meshclaims/meshclaims/framework/load"
 	"github.com/meshclaims/meshclaims/framework/mode"
@@ -18,6 +19,7 @@ import (
 // InMeshOf is mode m's fortio client (for baselines measured from a spec of
 // another mode).
 func InMeshOf(r *spec.Run, m mode.Mode) probe.Client {
+	r.Touch(m.Namespace())
 	return probe.Client{Namespace: m.Namespace(), Selector: fixtures.LabelApp + "=" + fixtures.ClientName, Port: fixtures.ClientHTTPPort}
 }
 
@@ -169,10 +171,14 @@ func Quiesce(ctx context.Context, r *spec.Run, modes ...mode.Mode) error {
 		return err
 	}
 	for _, md := range modes {
+		r.Touch(md.Namespace())
 		if err := m.K.WaitQuiet(ctx, md.Namespace(), fixtures.EchoName, r.Env.Config.Timeouts.Quiet); err != nil {
 			return err
 		}
 	}
-	Settle(ctx, r, r.Env.Config.Timeouts.ProxySync, "the proxies to program settled endpoints")
-	return nil
+	// Endpoints, not a policy: kube-proxy's and ztunnel's endpoint state
+	// is not read here, so this stays a documented bounded wait, recorded.
+	w, err := converge.Bounded(ctx, r.Env.Config.Timeouts.ProxySync, "the proxies to program settled endpoints", "endpoint programming is not read from kube-proxy or ztunnel: documented bounded wait (Timeouts.ProxySync)")
+	r.AddWait(w)
+	return err
 }

@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -75,16 +74,6 @@ func Apply(ctx context.Context, r *spec.Run, objs ...client.Object) error {
 	})
 	r.Logf("applied %d claim object(s)", len(objs))
 	return nil
-}
-
-// Settle waits d for a controller (CNI, istiod, ztunnel) to program what was
-// just applied. The wait is the config's, never a spec's own sleep.
-func Settle(ctx context.Context, r *spec.Run, d time.Duration, why string) {
-	r.Logf("waiting %s for %s", d, why)
-	select {
-	case <-ctx.Done():
-	case <-time.After(d):
-	}
 }
 
 // InMesh is the mode's fortio client (service account default).

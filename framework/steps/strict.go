@@ -36,6 +36,5 @@ func WithoutStrict(ctx context.Context, r *spec.Run) error {
 		}
 		return nil
 	})
-	Settle(ctx, r, r.Env.Config.Timeouts.NetPolSettle, "istiod to push PERMISSIVE")
-	return nil
+	return AwaitRemoved(ctx, r, pa)
 }

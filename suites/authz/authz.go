@@ -13,10 +13,13 @@ import (
 // callAs applies the ALLOW-from-SA-good policy and calls echo as client.
 func callAs(client string) func(context.Context, *spec.Run) (verdict.Measured, error) {
 	return func(ctx context.Context, r *spec.Run) (verdict.Measured, error) {
-		if err := steps.Apply(ctx, r, fixtures.AuthzAllowGood(steps.Target(r))); err != nil {
+		policy := fixtures.AuthzAllowGood(steps.Target(r))
+		if err := steps.Apply(ctx, r, policy); err != nil {
 			return verdict.Measured{}, err
 		}
-		steps.Settle(ctx, r, r.Env.Config.Timeouts.NetPolSettle, "istiod to push the AuthorizationPolicy")
+		if err := steps.AwaitApplied(ctx, r, policy); err != nil {
+			return verdict.Measured{}, err
+		}
 		return steps.ProbeOutcome(ctx, r, steps.ClientAs(r, client), steps.EchoURL(r))
 	}
 }

@@ -20,10 +20,13 @@ var _ = spec.Declare(spec.Def{
 	Area:     "canary",
 	Scenario: "HTTPRoute 90/10 on echo-canary; in-mesh client -> echo-canary, share of v2",
 	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measured, error) {
-		if err := steps.Apply(ctx, r, fixtures.CanaryHTTPRoute(steps.Target(r), fixtures.DefaultSplit)); err != nil {
+		route := fixtures.CanaryHTTPRoute(steps.Target(r), fixtures.DefaultSplit)
+		if err := steps.Apply(ctx, r, route); err != nil {
 			return verdict.Measured{}, err
 		}
-		steps.Settle(ctx, r, r.Env.Config.Timeouts.NetPolSettle, "istiod to push the route")
+		if err := steps.AwaitApplied(ctx, r, route); err != nil {
+			return verdict.Measured{}, err
+		}
 		url := fmt.Sprintf("http://%s.%s:%d/debug", fixtures.CanaryName, r.Namespace(), fixtures.EchoHTTPPort)
 		return steps.Split(ctx, r, steps.InMesh(r), url, fixtures.DefaultSplit)
 	},

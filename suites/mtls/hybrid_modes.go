@@ -49,10 +49,13 @@ var _ = spec.Declare(spec.Def{
 	Area:     "mtls",
 	Scenario: "STRICT with port 8080 PERMISSIVE: plaintext client outside the mesh -> echo pod:8080",
 	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measured, error) {
-		if err := steps.Apply(ctx, r, fixtures.PeerAuthPortPermissive(steps.Target(r))); err != nil {
+		pa := fixtures.PeerAuthPortPermissive(steps.Target(r))
+		if err := steps.Apply(ctx, r, pa); err != nil {
 			return verdict.Measured{}, err
 		}
-		steps.Settle(ctx, r, r.Env.Config.Timeouts.NetPolSettle, "istiod to push the port-level policy")
+		if err := steps.AwaitApplied(ctx, r, pa); err != nil {
+			return verdict.Measured{}, err
+		}
 		return plaintextToEchoPod(ctx, r)
 	},
 })

@@ -33,10 +33,13 @@ var _ = spec.Declare(spec.Def{
 			}
 			var means [2]float64
 			for j, mutual := range []bool{false, true} {
-				if err := steps.Apply(ctx, r, fixtures.EchoTLS(t, mutual)); err != nil {
+				dr := fixtures.EchoTLS(t, mutual)
+				if err := steps.Apply(ctx, r, dr); err != nil {
 					return 0, nil, err
 				}
-				steps.Settle(ctx, r, r.Env.Config.Timeouts.NetPolSettle, "istiod to push the DestinationRule")
+				if err := steps.AwaitApplied(ctx, r, dr); err != nil {
+					return 0, nil, err
+				}
 				run, err := loadOf(ctx, r, steps.InMesh(r), steps.RunName(map[bool]string{false: "mtls-off", true: "mtls-on"}[mutual], i), steps.EchoURL(r))
 				if err != nil {
 					return 0, nil, err

@@ -1,0 +1,280 @@
+package steps
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"strings"
+
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/meshclaims/meshclaims/fixtures"
+	"github.com/meshclaims/meshclaims/framework/converge"
+	"github.com/meshclaims/meshclaims/framework/kube"
+	"github.com/meshclaims/meshclaims/framework/mode"
+	"github.com/meshclaims/meshclaims/framework/proxydump"
+	"github.com/meshclaims/meshclaims/framework/spec"
+)
+
+// This file replaces the fixed sleep after a policy change: each wait
+// polls the configuration of the component that enforces the object — the
+// server's sidecar Envoy for an AuthorizationPolicy in sidecar mode, the
+// client's sidecar for a route or DestinationRule, ztunnel for ambient L4
+// policy, the waypoint's Envoy for an ambient-l7 route, kube-router's
+// iptables rules for a NetworkPolicy on the local provider — until it has
+// carried the change ConvergeTimes reads in a row (Timeouts.ConfigPushed).
+// What is read is configuration, never traffic: the outcome a spec is
+// about to measure plays no part in when its measurement starts.
+//
+// Where no component's configuration names the object (a PeerAuthentication
+// in a sidecar's listeners, an HTTPRoute in ambient-l4 where no L7 proxy
+// exists, a NetworkPolicy on a CNI the suite cannot read), the wait is the
+// documented bounded one (Timeouts.NetPolSettle), recorded as bounded.
+
+// pushPolicy is the run's converging-wait policy.
+func pushPolicy(r *spec.Run) converge.Policy {
+	t := r.Env.Config.Timeouts
+	return converge.Policy{Poll: t.ConvergePoll, Times: t.ConvergeTimes, Limit: t.ConfigPushed}
+}
+
+// AwaitApplied waits until the data plane of r's mode carries every one of
+// objs (just applied), and records each wait.
+func AwaitApplied(ctx context.Context, r *spec.Run, objs ...client.Object) error {
+	return await(ctx, r, true, objs)
+}
+
+// AwaitRemoved waits until the data plane of r's mode no longer carries
+// objs (just deleted), and records each wait.
+func AwaitRemoved(ctx context.Context, r *spec.Run, objs ...client.Object) error {
+	return await(ctx, r, false, objs)
+}
+
+func await(ctx context.Context, r *spec.Run, present bool, objs []client.Object) error {
+	m, err := Of(r)
+	if err != nil {
+		return err
+	}
+	for _, obj := range objs {
+		what, cond, bounded := pushedCondition(m, r, obj, present)
+		var w converge.Wait
+		if cond == nil {
+			w, err = converge.Bounded(ctx, r.Env.Config.Timeouts.NetPolSettle, what, bounded)
+		} else {
+			w, err = converge.Until(ctx, pushPolicy(r), what, cond)
+		}
+		r.AddWait(w)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// kindOf is obj's kind: from TypeMeta (the fixtures set it) or, for a typed
+// NetworkPolicy without it, its Go type.
+func kindOf(obj client.Object) string {
+	if k := obj.GetObjectKind().GroupVersionKind().Kind; k != "" {
+		return k
+	}
+	if _, ok := obj.(*networkingv1.NetworkPolicy); ok {
+		return "NetworkPolicy"
+	}
+	return fmt.Sprintf("%T", obj)
+}
+
+// pushedCondition picks, for obj in r's mode, what to wait for and the
+// condition; a nil condition means none can be read, and bounded says why.
+func pushedCondition(m *Mesh, r *spec.Run, obj client.Object, present bool) (string, converge.Condition, string) {
+	ns, name, kind := obj.GetNamespace(), obj.GetName(), kindOf(obj)
+	verb := map[bool]string{true: "carry", false: "drop"}[present]
+	md := modeOfNamespace(ns)
+	echo := fixtures.LabelApp + "=" + fixtures.EchoName
+	clientSel := fixtures.LabelApp + "=" + fixtures.ClientName
+	switch {
+	case kind == "AuthorizationPolicy" && md == mode.Sidecar:
+		return fmt.Sprintf("echo's sidecars to %s AuthorizationPolicy %s/%s in their RBAC filters", verb, ns, name),
+			envoyEach(m.K, ns, echo, present, func(d string) (bool, string, error) { return proxydump.EnvoyRBACPolicy(d, ns, name) }), ""
+	case kind == "AuthorizationPolicy" && md.Ambient():
+		// A selector policy is ztunnel's to enforce, waypoint or not.
+		return fmt.Sprintf("every ztunnel to %s AuthorizationPolicy %s/%s in its policies", verb, ns, name),
+			ztunnelEach(m.K, present, func(d string) (bool, string, error) { return proxydump.ZtunnelHasPolicy(d, ns, name) }), ""
+	case kind == "PeerAuthentication" && md.Ambient():
+		key := ns + "/" + proxydump.ConvertedPeerAuthenticationPrefix + name
+		if name == fixtures.PeerAuthStrictName {
+			key = istioNamespace + "/" + proxydump.StaticStrictPolicy
+		}
+		return fmt.Sprintf("every ztunnel's echo workloads to %s a reference to %s (PeerAuthentication %s/%s)", verb, key, ns, name),
+			ztunnelWorkloads(m.K, ns, echo, key, present), ""
+	case kind == "PeerAuthentication":
+		return fmt.Sprintf("PeerAuthentication %s/%s to reach the proxies", ns, name), nil,
+			"no proxy configuration names a PeerAuthentication in mode " + string(md) + " (Envoy's inbound chains carry no object metadata): documented bounded wait"
+	case kind == "DestinationRule" && md == mode.Sidecar:
+		mutual := drMutual(obj)
+		return fmt.Sprintf("the client's sidecar to %s DestinationRule %s/%s on its clusters (TLS origination %v)", verb, ns, name, mutual),
+			envoyEach(m.K, ns, clientSel, true, func(d string) (bool, string, error) {
+				c, err := proxydump.EnvoyClustersFrom(d, ns, name)
+				if err != nil {
+					return false, "", err
+				}
+				seen := fmt.Sprintf("clusters from the rule: %v, with TLS: %v", c.Clusters, c.WithTLS)
+				if !present {
+					return len(c.Clusters) == 0, seen, nil
+				}
+				if mutual {
+					return len(c.Clusters) > 0 && len(c.WithTLS) == len(c.Clusters), seen, nil
+				}
+				return len(c.Clusters) > 0 && len(c.WithTLS) == 0, seen, nil
+			}), ""
+	case kind == "HTTPRoute" && md == mode.Sidecar:
+		return fmt.Sprintf("the client's sidecar to %s routes from HTTPRoute %s/%s", verb, ns, name),
+			envoyEach(m.K, ns, clientSel, present, func(d string) (bool, string, error) {
+				return proxydump.EnvoyRouteFrom(d, proxydump.HTTPRouteFrom(ns, name))
+			}), ""
+	case kind == "HTTPRoute" && md == mode.AmbientL7:
+		return fmt.Sprintf("the waypoint's Envoy to %s routes from HTTPRoute %s/%s", verb, ns, name),
+			envoyEach(m.K, ns, LabelGatewayName+"="+fixtures.WaypointName, present, func(d string) (bool, string, error) {
+				return proxydump.EnvoyRouteFrom(d, proxydump.HTTPRouteFrom(ns, name))
+			}), ""
+	case kind == "NetworkPolicy" && r.Env.Config.Provider == "local":
+		np, _ := obj.(*networkingv1.NetworkPolicy)
+		return fmt.Sprintf("kube-router to %s iptables rules for NetworkPolicy %s/%s on the pods it selects", verb, ns, name),
+			kubeRouterRules(m.K, np, present), ""
+	case kind == "NetworkPolicy":
+		return fmt.Sprintf("the CNI to program NetworkPolicy %s/%s", ns, name), nil,
+			"provider " + r.Env.Config.Provider + ": the enforcer's rules are not readable from the test host (only the local provider's kube-router iptables are): documented bounded wait"
+	}
+	return fmt.Sprintf("%s %s/%s to reach mode %s's proxies", kind, ns, name, md), nil,
+		"no proxy in mode " + string(md) + " carries a " + kind + " the suite can read: documented bounded wait"
+}
+
+// istioNamespace is Istio's root namespace, where the static strict policy lives.
+const istioNamespace = "istio-system"
+
+func modeOfNamespace(ns string) mode.Mode {
+	for _, md := range mode.All() {
+		if md.Namespace() == ns {
+			return md
+		}
+	}
+	return mode.None
+}
+
+// drMutual reads tls.mode ISTIO_MUTUAL off a DestinationRule fixture
+// (EchoTLS is Unstructured).
+func drMutual(obj client.Object) bool {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return false
+	}
+	m, _, _ := unstructured.NestedString(u.Object, "spec", "trafficPolicy", "tls", "mode")
+	return m == "ISTIO_MUTUAL"
+}
+
+// envoyEach holds when every ready pod matching selector has an Envoy
+// config_dump for which check returns want.
+func envoyEach(k *kube.Cluster, ns, selector string, want bool, check func(string) (bool, string, error)) converge.Condition {
+	return func(ctx context.Context) (bool, string, error) {
+		pods, err := k.ReadyPods(ctx, ns, selector)
+		if err != nil {
+			return false, "", err
+		}
+		if len(pods) == 0 {
+			return false, "no ready pod matches " + selector, nil
+		}
+		var seen []string
+		for _, p := range pods {
+			dump, err := k.AdminGet(ctx, ns, p.Name, "/config_dump")
+			if err != nil {
+				return false, "", err
+			}
+			got, s, err := check(dump)
+			if err != nil {
+				return false, "", fmt.Errorf("%s/%s: %w", ns, p.Name, err)
+			}
+			if got != want {
+				return false, p.Name + ": " + s, nil
+			}
+			seen = append(seen, p.Name)
+		}
+		return true, "agreed: " + strings.Join(seen, ", "), nil
+	}
+}
+
+// ztunnelEach holds when every ready ztunnel's config_dump gives want.
+func ztunnelEach(k *kube.Cluster, want bool, check func(string) (bool, string, error)) converge.Condition {
+	return envoyEach(k, istioNamespace, "app=ztunnel", want, check)
+}
+
+// ztunnelWorkloads holds when every ztunnel lists every ready pod of
+// selector in ns as referencing key (want) or not (!want).
+func ztunnelWorkloads(k *kube.Cluster, ns, selector, key string, want bool) converge.Condition {
+	return func(ctx context.Context) (bool, string, error) {
+		pods, err := k.ReadyPods(ctx, ns, selector)
+		if err != nil {
+			return false, "", err
+		}
+		names := make([]string, len(pods))
+		for i, p := range pods {
+			names[i] = p.Name
+		}
+		return ztunnelEach(k, true, func(d string) (bool, string, error) {
+			return proxydump.ZtunnelWorkloadsReference(d, ns, names, key, want)
+		})(ctx)
+	}
+}
+
+// iptablesSave reads the filter table of the host the local provider's
+// kube-router runs on — this one. A variable so tests can replace it.
+var iptablesSave = func(ctx context.Context) (string, error) {
+	out, err := exec.CommandContext(ctx, "iptables-save", "-t", "filter").Output()
+	if err != nil {
+		return "", fmt.Errorf("iptables-save -t filter: %w", err)
+	}
+	return string(out), nil
+}
+
+// kubeRouterRules holds when kube-router has (want) or has not programmed
+// np on every running pod its podSelector selects.
+func kubeRouterRules(k *kube.Cluster, np *networkingv1.NetworkPolicy, want bool) converge.Condition {
+	return func(ctx context.Context) (bool, string, error) {
+		if np == nil {
+			return false, "", fmt.Errorf("not a typed NetworkPolicy")
+		}
+		sel, err := metav1.LabelSelectorAsSelector(&np.Spec.PodSelector)
+		if err != nil {
+			return false, "", err
+		}
+		pods, err := k.ReadyPods(ctx, np.Namespace, sel.String())
+		if err != nil {
+			return false, "", err
+		}
+		var ips []string
+		for _, p := range pods {
+			ips = append(ips, p.Status.PodIP)
+		}
+		save, err := iptablesSave(ctx)
+		if err != nil {
+			return false, "", err
+		}
+		if want {
+			return proxydump.KubeRouterPolicyRules(save, np.Name, ips)
+		}
+		var left []string
+		for _, ip := range ips {
+			found, _, err := proxydump.KubeRouterPolicyRules(save, np.Name, []string{ip})
+			if err != nil {
+				return false, "", err
+			}
+			if found {
+				left = append(left, ip)
+			}
+		}
+		if len(left) > 0 {
+			return false, "kube-router rules for policy " + np.Name + " still on " + strings.Join(left, ", "), nil
+		}
+		return true, "no kube-router rules for policy " + np.Name + " on the selected pods", nil
+	}
+}
