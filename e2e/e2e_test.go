@@ -21,6 +21,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/meshclaims/meshclaims/fixtures"
 	"github.com/meshclaims/meshclaims/framework/claims"
 	"github.com/meshclaims/meshclaims/framework/cleanup"
 	"github.com/meshclaims/meshclaims/framework/config"
@@ -137,20 +138,35 @@ var _ = ReportAfterEach(func(r SpecReport) {
 	}
 })
 
-// On a failed spec, save events, logs and proxy state before anything is
-// cleaned up, and list the files in the JUnit report.
+// evidenceCollected counts the specs that collected evidence, for -evidence-max.
+var evidenceCollected int
+
+// On a failed spec, and on any verdict other than reproduced or recorded
+// (a "not reproduced" under -fail-on=error passes), save events, pod YAML,
+// logs, proxy state and istiod's debug views before anything is cleaned
+// up, from every namespace the spec touched, and list the files in the
+// JUnit report.
 var _ = JustAfterEach(func(ctx SpecContext) {
 	r := spec.Current()
-	if !CurrentSpecReport().Failed() || suite == nil || suite.Mesh == nil || r == nil {
+	if suite == nil || suite.Mesh == nil || r == nil {
 		return
 	}
+	want, why := evidence.Wanted(CurrentSpecReport().Failed(), r.Judged(), evidenceCollected, cfg.EvidenceMax)
+	if !want {
+		if why != "" {
+			AddReportEntry("evidence skipped", why)
+		}
+		return
+	}
+	evidenceCollected++
+	AddReportEntry("evidence reason", why)
 	name := report.Name(r.Claim.ID, string(r.Mode))
 	dir, err := suite.Results.EvidencePath(name)
 	if err != nil {
 		AddReportEntry("evidence error", err.Error())
 		return
 	}
-	files, err := evidence.Collect(ctx, suite.Mesh.K, dir, suite.Results.Path, r.Namespace(), "meshclaims-outside")
+	files, err := evidence.Collect(ctx, suite.Mesh.K, dir, suite.Results.Path, append(r.Namespaces(), fixtures.OutsideNamespace)...)
 	for _, f := range files {
 		r.AddEvidence(f)
 	}

@@ -1,9 +1,12 @@
-// Package evidence saves what a failed spec needs for a diagnosis, before
-// clean-up removes it: events and pod logs of the spec's namespaces (init
-// containers and native sidecars included), the status istiod wrote on their
-// Gateways and HTTPRoutes, the logs of Istio's control plane and node agents,
-// and the proxies' state — Envoy admin config_dump of sidecars and
-// waypoints, and ztunnel's config_dump.
+// Package evidence saves what a spec whose verdict is not "reproduced"
+// needs for a diagnosis, before clean-up removes it: events, pod YAML and
+// pod logs of every namespace the spec touched (init containers and native
+// sidecars included), the status istiod wrote on their Gateways and
+// HTTPRoutes, the logs of Istio's control plane and node agents, the
+// proxies' state — Envoy admin config_dump of sidecars and waypoints,
+// ztunnel's config_dump — and istiod's own view of them: its sync status of
+// every proxy (/debug/syncz) and the config it generated for each of the
+// spec's proxies (/debug/config_dump?proxyID=<pod>.<namespace>).
 package evidence
 
 import (
@@ -24,6 +27,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/meshclaims/meshclaims/framework/kube"
+	"github.com/meshclaims/meshclaims/framework/verdict"
 )
 
 // Collect writes evidence for namespaces into dir and returns the files
@@ -35,6 +39,7 @@ func Collect(ctx context.Context, k *kube.Cluster, dir, base string, namespaces 
 	}
 	var files []string
 	var errs []error
+	var proxies []string // istiod's proxy IDs of the spec's Envoys
 	write := func(name, content string) {
 		p := filepath.Join(dir, name)
 		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
@@ -74,9 +79,15 @@ func Collect(ctx context.Context, k *kube.Cluster, dir, base string, namespaces 
 			errs = append(errs, fmt.Errorf("pods of %s: %w", ns, err))
 			continue
 		}
+		if doc, err := podsYAML(pods.Items); err != nil {
+			errs = append(errs, err)
+		} else if doc != "" {
+			write(ns+"__pods.yaml", doc)
+		}
 		for _, p := range pods.Items {
 			logs(&p)
 			if hasProxy(&p) {
+				proxies = append(proxies, ProxyID(&p))
 				if dump, err := k.AdminGet(ctx, ns, p.Name, "/config_dump"); err != nil {
 					errs = append(errs, err)
 				} else {
@@ -93,6 +104,9 @@ func Collect(ctx context.Context, k *kube.Cluster, dir, base string, namespaces 
 		}
 		for _, p := range pods.Items {
 			logs(&p)
+			if sel == "app=istiod" {
+				istiodViews(ctx, k, &p, proxies, write, func(err error) { errs = append(errs, err) })
+			}
 		}
 	}
 	// ztunnel holds the ambient data plane's state for every node.
@@ -194,4 +208,76 @@ func formatEvents(evs []corev1.Event) string {
 		fmt.Fprintf(&b, "%s %s %s/%s %s: %s\n", e.LastTimestamp.Format(time.RFC3339), e.Type, e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Reason, e.Message)
 	}
 	return b.String()
+}
+
+// ProxyID is how istiod names a pod's proxy connection in its debug views
+// ("<pod>.<namespace>", the prefix of the connection ID).
+func ProxyID(p *corev1.Pod) string { return p.Name + "." + p.Namespace }
+
+// IstiodViews are the debug paths read from each istiod, beside one
+// config_dump per proxy of the spec: which proxies are connected, and
+// whether each has acknowledged the latest push of each xDS type.
+var IstiodViews = []string{"/debug/syncz"}
+
+// istiodViews saves istiod's sync status and, for each of the spec's
+// proxies, the config istiod generated for it: beside the proxy's own
+// config_dump, this tells "istiod never built it" from "the proxy never
+// took it".
+func istiodViews(ctx context.Context, k *kube.Cluster, istiod *corev1.Pod, proxies []string, write func(name, content string), fail func(error)) {
+	get := func(path string) (string, bool) {
+		out, err := k.PortGet(ctx, istiod.Namespace, istiod.Name, kube.IstiodDebugPort, path)
+		if err != nil {
+			fail(fmt.Errorf("istiod %s: %w", path, err))
+			return "", false
+		}
+		return out, true
+	}
+	for _, v := range IstiodViews {
+		if out, ok := get(v); ok {
+			write(fmt.Sprintf("%s__%s__%s.json", istiod.Namespace, istiod.Name, strings.TrimPrefix(strings.ReplaceAll(v, "/", "_"), "_")), out)
+		}
+	}
+	for _, id := range proxies {
+		if out, ok := get("/debug/config_dump?proxyID=" + id); ok {
+			write(fmt.Sprintf("%s__%s__config_dump__%s.json", istiod.Namespace, istiod.Name, id), out)
+		}
+	}
+}
+
+// podsYAML is every pod as YAML documents, managed fields dropped (noise
+// for a reader); empty when there are none.
+func podsYAML(pods []corev1.Pod) (string, error) {
+	var docs []string
+	for _, p := range pods {
+		p.ManagedFields = nil
+		p.APIVersion, p.Kind = "v1", "Pod"
+		b, err := yaml.Marshal(p)
+		if err != nil {
+			return "", err
+		}
+		docs = append(docs, string(b))
+	}
+	return strings.Join(docs, "---\n"), nil
+}
+
+// Wanted decides whether a finished spec collects evidence: a failed spec
+// always does, and so does a judged verdict other than reproduced or
+// recorded — under -fail-on=error a "not reproduced" passes, which is
+// exactly when a proxy's configuration is wanted — until max specs of the
+// run have collected (collected so far). why says what decided it, and is
+// empty for a spec that passed with its claim reproduced or recorded.
+func Wanted(failed bool, judged *verdict.Verdict, collected, max int) (bool, string) {
+	var reason string
+	switch {
+	case failed:
+		reason = "the spec failed"
+	case judged != nil && !judged.Passed():
+		reason = "verdict " + string(judged.Result)
+	default:
+		return false, ""
+	}
+	if collected >= max {
+		return false, fmt.Sprintf("%s, but %d specs already collected evidence (-evidence-max=%d)", reason, collected, max)
+	}
+	return true, reason
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/meshclaims/meshclaims/framework/apiserver"
 	"github.com/meshclaims/meshclaims/framework/kube"
+	"github.com/meshclaims/meshclaims/framework/verdict"
 )
 
 // Against a real API server: events and each container's log are written
@@ -52,7 +53,7 @@ func TestCollectEventsAndLogs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{filepath.Join("evidence", "x", ns+"__echo-abc__echo.log"), filepath.Join("evidence", "x", ns+"__events.txt")}
+	want := []string{filepath.Join("evidence", "x", ns+"__echo-abc__echo.log"), filepath.Join("evidence", "x", ns+"__events.txt"), filepath.Join("evidence", "x", ns+"__pods.yaml")}
 	if strings.Join(files, " ") != strings.Join(want, " ") {
 		t.Fatalf("files = %v, want %v", files, want)
 	}
@@ -173,13 +174,24 @@ parents:
 
 	base := t.TempDir()
 	files, err := Collect(ctx, k, filepath.Join(base, "e"), base, ns)
-	// The one gap: the proxy's admin endpoint, unreachable without a kubelet.
+	// The gaps: the proxy's admin endpoint and istiod's debug views,
+	// unreachable without a kubelet — but each was asked for, istiod's
+	// config_dump by the proxy's ID.
 	if err == nil || !strings.Contains(err.Error(), "echo-7d9f") {
 		t.Fatalf("no config_dump gap reported for the proxy pod: %v", err)
 	}
-	for _, line := range strings.Split(err.Error(), "\n") {
-		if !strings.Contains(line, "admin of "+ns+"/echo-7d9f") {
-			t.Errorf("unexpected gap: %s", line)
+	wantGaps := []string{
+		"admin of " + ns + "/echo-7d9f",
+		"istiod /debug/syncz: admin of " + IstioNamespace + "/istiod-5f4d8c",
+		"istiod /debug/config_dump?proxyID=echo-7d9f." + ns + ": admin of " + IstioNamespace + "/istiod-5f4d8c",
+	}
+	lines := strings.Split(err.Error(), "\n")
+	if len(lines) != len(wantGaps) {
+		t.Errorf("gaps:\n%s\nwant one each of %q", err, wantGaps)
+	}
+	for i, line := range lines {
+		if i < len(wantGaps) && !strings.HasPrefix(line, wantGaps[i]) {
+			t.Errorf("gap %d = %s, want %s...", i, line, wantGaps[i])
 		}
 	}
 	got := map[string]bool{}
@@ -192,6 +204,7 @@ parents:
 		ns + "__echo-7d9f__echo.log",
 		IstioNamespace + "__istiod-5f4d8c__discovery.log",
 		ns + "__gateway-api-status.yaml",
+		ns + "__pods.yaml",
 	} {
 		if !got[want] {
 			t.Errorf("missing %s in %v", want, files)
@@ -229,3 +242,31 @@ func TestLogContainers(t *testing.T) {
 }
 
 func TestMain(m *testing.M) { os.Exit(apiserver.RunTests(m)) }
+
+// A passing spec collects nothing; a failed one, or any verdict other than
+// reproduced/recorded (a "not reproduced" that -fail-on=error let pass),
+// collects until the cap, and a capped one says so.
+func TestWanted(t *testing.T) {
+	v := func(r verdict.Result) *verdict.Verdict { return &verdict.Verdict{Result: r} }
+	cases := []struct {
+		failed    bool
+		judged    *verdict.Verdict
+		collected int
+		want      bool
+		why       string
+	}{
+		{false, v(verdict.Reproduced), 0, false, ""},
+		{false, v(verdict.Recorded), 0, false, ""},
+		{false, v(verdict.NotReproduced), 0, true, "verdict not reproduced"},
+		{false, v(verdict.Inconclusive), 0, true, "verdict inconclusive"},
+		{true, nil, 0, true, "the spec failed"},
+		{true, v(verdict.NotReproduced), 3, false, "the spec failed, but 3 specs already collected evidence (-evidence-max=3)"},
+		{false, nil, 0, false, ""},
+	}
+	for _, c := range cases {
+		got, why := Wanted(c.failed, c.judged, c.collected, 3)
+		if got != c.want || why != c.why {
+			t.Errorf("Wanted(%v, %v, %d) = %v %q, want %v %q", c.failed, c.judged, c.collected, got, why, c.want, c.why)
+		}
+	}
+}

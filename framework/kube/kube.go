@@ -301,7 +301,19 @@ const AdminPort = 15000
 // AdminGet reads an admin endpoint of a pod's proxy (e.g. /config_dump,
 // /certs) over a port-forward.
 func (c *Cluster) AdminGet(ctx context.Context, ns, pod, path string) (string, error) {
-	addr, stop, err := c.PortForward(ctx, ns, pod, AdminPort)
+	return c.PortGet(ctx, ns, pod, AdminPort, path)
+}
+
+// IstiodDebugPort is istiod's monitoring port, which also serves its
+// /debug/* views (ENABLE_DEBUG_ON_HTTP, on by default). A port-forward
+// arrives from the pod's loopback, which istiod lets through without a
+// token (pilot/pkg/xds/debug.go allowAuthenticatedOrLocalhost).
+const IstiodDebugPort = 15014
+
+// PortGet reads path from port of a pod over a port-forward: a proxy's
+// admin endpoint (AdminGet) or istiod's debug views.
+func (c *Cluster) PortGet(ctx context.Context, ns, pod string, port int, path string) (string, error) {
+	addr, stop, err := c.PortForward(ctx, ns, pod, port)
 	if err != nil {
 		return "", fmt.Errorf("admin of %s/%s: %w", ns, pod, err)
 	}

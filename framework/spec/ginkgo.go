@@ -64,6 +64,7 @@ func execute(ctx SpecContext, p Planned, env *Env) {
 		Expect(err).NotTo(HaveOccurred(), "%s [%s]: the measurement itself failed", p.Claim.ID, p.Mode)
 	}
 	v := verdict.Judge(p.Claim, p.Mode, got)
+	r.judged = &v
 	if env.Results != nil {
 		// Recorded at the very end of the spec (after the failure-evidence
 		// hook), so the record lists the evidence too.

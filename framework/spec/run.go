@@ -13,6 +13,7 @@ import (
 	"github.com/meshclaims/meshclaims/framework/converge"
 	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/report"
+	"github.com/meshclaims/meshclaims/framework/verdict"
 )
 
 // Env is what the suite's set-up prepared, shared by every spec. The e2e
@@ -40,6 +41,9 @@ type Run struct {
 	setup string
 	evid  []string
 	waits []converge.Wait
+	// judged is the verdict once the spec judged its measurement (nil
+	// before, and for a spec whose measurement itself failed).
+	judged *verdict.Verdict
 	// touched are namespaces besides the mode's that the spec used (a
 	// comparison spec's other mode): evidence is collected from them too.
 	touched []string
@@ -73,6 +77,9 @@ func (r *Run) Close(ctx context.Context) error {
 	r.undo = nil
 	return errors.Join(errs...)
 }
+
+// Judged is the spec's verdict, or nil if it did not get as far as judging.
+func (r *Run) Judged() *verdict.Verdict { return r.judged }
 
 // Namespace is the mode's namespace.
 func (r *Run) Namespace() string { return r.Mode.Namespace() }

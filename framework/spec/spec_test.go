@@ -121,3 +121,15 @@ func TestGate(t *testing.T) {
 		}
 	}
 }
+
+// A comparison spec's other namespaces are collected with its own, each once.
+func TestRunNamespacesTouched(t *testing.T) {
+	r := NewRun(&claims.Claim{ID: "x"}, mode.AmbientL7, nil, nil)
+	r.Touch(mode.Sidecar.Namespace())
+	r.Touch(mode.AmbientL7.Namespace())
+	r.Touch(mode.Sidecar.Namespace())
+	got := strings.Join(r.Namespaces(), ",")
+	if got != "meshclaims-ambient-l7,meshclaims-sidecar" {
+		t.Fatalf("namespaces = %s", got)
+	}
+}
