@@ -333,7 +333,7 @@ figure { margin: 0; } figcaption { font-size: 85%; color: #555; max-width: 40em;
 <table>
 <tr><th>mode</th><th>documented</th><th>measured</th><th>verdict</th><th>why</th><th>setup, raw results, evidence</th></tr>
 {{range .Entries}}<tr id="{{anchor .Claim (print .Mode)}}"><td>{{.Mode}}</td><td>{{.Documented}}</td><td>{{.Measured}}</td><td class="{{class .Result}}">{{mark .Result}}</td><td>{{.Reason}}</td>
-<td>{{.Setup}}{{if .Where}}<br>ran on {{.Where}}{{end}}{{range .Raw}}<br><a href="{{.}}">{{.}}</a>{{end}}{{range .Evidence}}<br>evidence: <a href="{{.}}">{{.}}</a>{{end}}</td></tr>
+<td>{{.Setup}}{{if .Declared}}<br>declared in <code>{{.Declared}}</code>{{end}}{{if .Where}}<br>ran on {{.Where}}{{end}}{{range .Waits}}<br>waited {{.Took}} for {{.For}}{{if .Bounded}} (bounded){{end}}{{end}}{{range .Raw}}<br><a href="{{.}}">{{.}}</a>{{end}}{{range .Evidence}}<br>evidence: <a href="{{.}}">{{.}}</a>{{end}}</td></tr>
 {{end}}</table>
 </section>
 {{end}}

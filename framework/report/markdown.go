@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/meshclaims/meshclaims/framework/claims"
 	"github.com/meshclaims/meshclaims/framework/mode"
@@ -95,7 +96,7 @@ func Markdown(w io.Writer, res *Results, reg *claims.Registry) error {
 		}
 		var details []Entry
 		for _, e := range rows {
-			if e.Setup != "" || e.Where != "" || len(e.Raw) > 0 || len(e.Evidence) > 0 {
+			if e.Setup != "" || e.Where != "" || e.Declared != "" || len(e.Raw) > 0 || len(e.Evidence) > 0 || len(e.Waits) > 0 {
 				details = append(details, e)
 			}
 		}
@@ -103,6 +104,16 @@ func Markdown(w io.Writer, res *Results, reg *claims.Registry) error {
 			p("\n<details><summary>setups, raw results and evidence (%s)</summary>\n\n", m)
 			for _, e := range details {
 				p("- `%s`: %s", e.Claim, dash(e.Setup))
+				if e.Declared != "" {
+					p("; declared in `%s`", e.Declared)
+				}
+				for _, w := range e.Waits {
+					bounded := ""
+					if w.Bounded {
+						bounded = " (bounded: " + w.Seen + ")"
+					}
+					p("; waited %s for %s%s", w.Took.Round(time.Millisecond), w.For, bounded)
+				}
 				if e.Where != "" {
 					p("; ran on %s", e.Where)
 				}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/meshclaims/meshclaims/framework/claims"
+	"github.com/meshclaims/meshclaims/framework/converge"
 	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
@@ -213,6 +214,64 @@ func TestRebuildKeepsSameRunReferences(t *testing.T) {
 		}
 		if strings.Contains(e.Verdict.Reason, "no same-run") || strings.Contains(e.Verdict.Reason, "no value was measured with") {
 			t.Errorf("%s: the reference did not survive the record: %s", e.Verdict.Claim, e.Verdict.Reason)
+		}
+	}
+}
+
+// results.json lists every (claim, mode) pair without a measurement, with
+// why: a mode not selected, a pair no spec declares, no record at all, a
+// need unmet (recorded, but not a measurement). A measured pair is not
+// listed; the declaration's file and the waits are carried to the entry.
+func TestNotMeasuredSaysWhy(t *testing.T) {
+	reg, err := claims.Load(registryPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := Environment{RunID: "r1", Modes: []mode.Mode{mode.None, mode.Sidecar}, Undeclared: []string{"latency.all-ok [sidecar]"}}
+	recs := []Record{
+		{Claim: "rollout.baseline", Mode: mode.Sidecar, Declared: "suites/rollout/baseline.go:20",
+			Waits:    []converge.Wait{{For: "echo's sidecars to carry X", Took: 1500 * time.Millisecond, Polls: 4}},
+			Measured: verdict.Measured{Count: verdict.Int64(330), Total: verdict.Int64(60000), NoResponse: verdict.Int64(3)}},
+		{Claim: "netpol.app-port-only", Mode: mode.None, Measured: verdict.Measured{Unmet: "networkpolicy-enforcement: the CNI does not enforce"}},
+	}
+	res, err := Judge(env, recs, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	why := map[string]string{}
+	for _, n := range res.NotMeasured {
+		why[n.Claim+" "+string(n.Mode)] = n.Why
+	}
+	for pair, want := range map[string]string{
+		"rollout.baseline ambient-l4":  WhyModeNotSelected,
+		"latency.all-ok sidecar":       WhyNotDeclared,
+		"rollout.baseline none":        WhyNoRecord,
+		"netpol.app-port-only none":    WhyNeedUnmet + "networkpolicy-enforcement: the CNI does not enforce",
+		"netpol.app-port-only sidecar": WhyNoRecord,
+	} {
+		if why[pair] != want {
+			t.Errorf("%s: why = %q, want %q", pair, why[pair], want)
+		}
+	}
+	if w, ok := why["rollout.baseline sidecar"]; ok {
+		t.Errorf("a measured pair is listed: %s", w)
+	}
+	var e Entry
+	for _, x := range res.Entries {
+		if x.Claim == "rollout.baseline" {
+			e = x
+		}
+	}
+	if e.Declared != "suites/rollout/baseline.go:20" || len(e.Waits) != 1 {
+		t.Fatalf("entry = %+v", e)
+	}
+	var md strings.Builder
+	if err := Markdown(&md, res, reg); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"declared in `suites/rollout/baseline.go:20`", "waited 1.5s for echo's sidecars to carry X"} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("report.md lacks %q", want)
 		}
 	}
 }

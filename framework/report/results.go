@@ -51,6 +51,10 @@ type Environment struct {
 	Repeats       int         `json:"repeats"`
 	Registry      string      `json:"registry"`
 	Notes         []string    `json:"notes,omitempty"`
+	// Undeclared are the "claim [mode]" pairs of the selected modes that no
+	// spec declares (spec.Unspecified), so results.json can say why they
+	// were not measured.
+	Undeclared []string `json:"undeclared,omitempty"`
 }
 
 // Record is what one spec measured for one claim in one mode.
@@ -96,6 +100,62 @@ type Results struct {
 	Entries       []Entry     `json:"entries"`
 	// Summary counts entries per verdict.
 	Summary map[verdict.Result]int `json:"summary"`
+	// NotMeasured lists every (claim, mode) pair of the registry that has
+	// no measurement in this run, with why.
+	NotMeasured []NotMeasured `json:"not_measured"`
+}
+
+// NotMeasured is one (claim, mode) pair without a measurement.
+type NotMeasured struct {
+	Claim string    `json:"claim"`
+	Mode  mode.Mode `json:"mode"`
+	Why   string    `json:"why"`
+}
+
+// Why a pair was not measured.
+const (
+	WhyModeNotSelected = "mode not selected (-mode)"
+	WhyNotDeclared     = "no spec declares this claim in this mode"
+	WhyNoRecord        = "no record: filtered out (-ginkgo.focus, -ginkgo.label-filter), skipped, or failed before recording"
+	WhyNeedUnmet       = "need unmet: "
+)
+
+// notMeasured lists the registry's (claim, mode) pairs without a
+// measurement in res, in registry order per mode.
+func notMeasured(res *Results, reg *claims.Registry) []NotMeasured {
+	selected := map[mode.Mode]bool{}
+	for _, m := range res.Environment.Modes {
+		selected[m] = true
+	}
+	undeclared := map[string]bool{}
+	for _, u := range res.Environment.Undeclared {
+		undeclared[u] = true
+	}
+	entries := map[string]Entry{}
+	for _, e := range res.Entries {
+		entries[e.Claim+"|"+string(e.Mode)] = e
+	}
+	out := []NotMeasured{}
+	for _, m := range mode.All() {
+		for _, c := range reg.ForMode(m) {
+			why := ""
+			e, ok := entries[c.ID+"|"+string(m)]
+			switch {
+			case !selected[m]:
+				why = WhyModeNotSelected
+			case undeclared[fmt.Sprintf("%s [%s]", c.ID, m)]:
+				why = WhyNotDeclared
+			case !ok:
+				why = WhyNoRecord
+			case e.Measure.Unmet != "":
+				why = WhyNeedUnmet + e.Measure.Unmet
+			}
+			if why != "" {
+				out = append(out, NotMeasured{Claim: c.ID, Mode: m, Why: why})
+			}
+		}
+	}
+	return out
 }
 
 // Dir is a results directory.
@@ -210,6 +270,7 @@ func Judge(env Environment, records []Record, reg *claims.Registry) (*Results, e
 		})
 		res.Summary[v.Result]++
 	}
+	res.NotMeasured = notMeasured(res, reg)
 	return res, nil
 }
 

@@ -102,6 +102,7 @@ func Results(cfg *config.Config, reg *claims.Registry) (*report.Dir, report.Envi
 		RunID: cfg.RunID, Started: time.Now().UTC(), Provider: cfg.Provider, Cluster: cfg.ClusterName,
 		Istio: istioLabel(cfg), Fortio: "1.75.3 (library, in the workload image)", Modes: cfg.Modes,
 		DurationScale: cfg.DurationScale, Repeats: cfg.Repeats, Registry: reg.File,
+		Undeclared: spec.Unspecified(reg, spec.Defs(), cfg.Modes),
 	}
 	if cfg.DurationScale != 1 {
 		env.Notes = append(env.Notes, fmt.Sprintf("Durations scaled by %g from the documented setups.", cfg.DurationScale))

@@ -5,8 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
+	"github.com/onsi/ginkgo/v2/types"
 	. "github.com/onsi/gomega"
 
 	"github.com/meshclaims/meshclaims/framework/config"
@@ -31,12 +35,27 @@ func Build(planned []Planned, env func() *Env) {
 		Describe(area, Label("area:"+area), func() {
 			for _, p := range ps {
 				p := p
-				It(p.Name(), Label(p.Labels()...), func(ctx SpecContext) {
+				It(p.Name(), Label(p.Labels()...), declaredAt(p.Def), func(ctx SpecContext) {
 					execute(ctx, p, env())
 				})
 			}
 		})
 	}
+}
+
+// declaredAt is the spec's code location for Ginkgo (and so JUnit): the
+// suite file's spec.Declare, not this loop.
+func declaredAt(d Def) types.CodeLocation {
+	file, line := d.Declared, 0
+	if i := strings.LastIndex(file, ":"); i > 0 {
+		if n, err := strconv.Atoi(file[i+1:]); err == nil {
+			file, line = file[:i], n
+		}
+	}
+	if !filepath.IsAbs(file) {
+		file = filepath.Join(repoRoot, file)
+	}
+	return types.CodeLocation{FileName: file, LineNumber: line}
 }
 
 func execute(ctx SpecContext, p Planned, env *Env) {
@@ -48,6 +67,7 @@ func execute(ctx SpecContext, p Planned, env *Env) {
 	AddReportEntry("claim", p.Claim.ID)
 	AddReportEntry("mode", string(p.Mode))
 	AddReportEntry("scenario", p.Def.Scenario)
+	AddReportEntry("declared", p.Def.Declared)
 	DeferCleanup(func() { currentRun = nil })
 	currentRun = r
 
@@ -69,7 +89,7 @@ func execute(ctx SpecContext, p Planned, env *Env) {
 		// Recorded at the very end of the spec (after the failure-evidence
 		// hook), so the record lists the evidence too.
 		DeferCleanup(func() error {
-			return env.Results.Record(report.Record{Claim: p.Claim.ID, Mode: p.Mode, Measured: got, Setup: r.Setup(), Raw: r.Raw(), Evidence: r.Evidence(), Waits: r.Waits(), Where: env.Where})
+			return env.Results.Record(report.Record{Claim: p.Claim.ID, Mode: p.Mode, Measured: got, Setup: r.Setup(), Raw: r.Raw(), Evidence: r.Evidence(), Waits: r.Waits(), Declared: p.Def.Declared, Where: env.Where})
 		})
 	}
 	b, _ := json.Marshal(v)

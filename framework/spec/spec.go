@@ -11,6 +11,8 @@ package spec
 import (
 	"context"
 	"fmt"
+	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -42,6 +44,10 @@ type Def struct {
 	Measure func(ctx context.Context, r *Run) (verdict.Measured, error)
 	// Slow marks specs that run for minutes (rollout loads).
 	Slow bool
+	// Declared is where the declaration is, "suites/authz/authz.go:27"
+	// (relative to the repository); Declare fills it from its caller, so
+	// a verdict in JUnit, results.json or the report leads to its source.
+	Declared string
 }
 
 var (
@@ -53,10 +59,30 @@ var (
 //
 //	var _ = spec.Declare(spec.Def{Claim: "rollout.baseline", ...})
 func Declare(d Def) bool {
+	if d.Declared == "" {
+		_, file, line, _ := runtime.Caller(1)
+		d.Declared = fmt.Sprintf("%s:%d", repoRelative(file), line)
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	defs = append(defs, d)
 	return true
+}
+
+// repoRoot is the repository's directory as compiled in: this file is
+// framework/spec/spec.go.
+var repoRoot = func() string {
+	_, here, _, _ := runtime.Caller(0)
+	return filepath.Dir(filepath.Dir(filepath.Dir(here)))
+}()
+
+// repoRelative makes a source path relative to the repository; a path
+// outside it (a test's temporary package) stays as it is.
+func repoRelative(file string) string {
+	if rel, err := filepath.Rel(repoRoot, file); err == nil && !strings.HasPrefix(rel, "..") {
+		return filepath.ToSlash(rel)
+	}
+	return file
 }
 
 // Defs returns every declared spec, sorted by area then claim.

@@ -82,6 +82,10 @@ func specClaims(t *testing.T, path string, m mode.Mode) []string {
 			LeafNodeType   string
 			LeafNodeText   string
 			LeafNodeLabels []string
+			// The It's location is its claim's spec.Declare (a
+			// CodeLocation decorator), so failures and reports point
+			// at the suite file, not spec.Build's loop.
+			LeafNodeLocation struct{ FileName string }
 		}
 	}
 	if err := json.Unmarshal(b, &reports); err != nil {
@@ -93,6 +97,9 @@ func specClaims(t *testing.T, path string, m mode.Mode) []string {
 		for _, s := range r.SpecReports {
 			if s.LeafNodeType != "It" {
 				continue
+			}
+			if rel, err := filepath.Rel(repoRoot(), s.LeafNodeLocation.FileName); err != nil || !strings.HasPrefix(rel, "suites"+string(filepath.Separator)) {
+				t.Errorf("%s: located at %q, not in suites/", s.LeafNodeText, s.LeafNodeLocation.FileName)
 			}
 			var ids []string
 			hasMode := false
@@ -250,4 +257,29 @@ func onlyOnPath(dir string) []string {
 		env = append(env, kv)
 	}
 	return env
+}
+
+// Every declaration knows where it is: spec.Declare records its caller's
+// file:line, relative to the repository, and that line is the call.
+func TestDeclarationsKnowTheirSource(t *testing.T) {
+	for _, d := range spec.Defs() {
+		file, line, ok := strings.Cut(d.Declared, ".go:")
+		if !ok || !strings.HasPrefix(file, "suites/") {
+			t.Errorf("%s: declared at %q, want suites/<area>/<file>.go:<line>", d.Claim, d.Declared)
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(repoRoot(), file+".go"))
+		if err != nil {
+			t.Error(err)
+			continue
+		}
+		lines := strings.Split(string(b), "\n")
+		n := 0
+		for _, c := range line {
+			n = n*10 + int(c-'0')
+		}
+		if n < 1 || n > len(lines) || !strings.Contains(lines[n-1], "spec.Declare(") {
+			t.Errorf("%s: %s is not a spec.Declare call", d.Claim, d.Declared)
+		}
+	}
 }
