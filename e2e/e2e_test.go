@@ -87,6 +87,9 @@ func TestE2E(t *testing.T) {
 		return suite.Env
 	})
 	suiteCfg, repCfg := GinkgoConfiguration()
+	if err := spec.RefuseParallel(suiteCfg.ParallelTotal); err != nil {
+		t.Fatal(err)
+	}
 	if !flagSet("ginkgo.timeout") {
 		// Ginkgo's default suite timeout is 1h; a full run of the documented
 		// setups (600 s rollouts per mode and hardening) takes longer.

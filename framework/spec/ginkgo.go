@@ -131,3 +131,18 @@ var currentRun *Run
 
 // Current returns the Run of the spec being executed, or nil.
 func Current() *Run { return currentRun }
+
+// RefuseParallel refuses Ginkgo's parallel mode (ginkgo -p / -procs=N):
+// the suite keeps run-wide state in one process — the shared measurements
+// several claims judge (one GUIDE load, one rollout run per mode), the
+// NetworkPolicy preflight's result, the spec being executed for the
+// evidence hook — and its specs change shared namespaces (policies applied
+// and removed), so two processes would measure each other's policies.
+func RefuseParallel(parallelTotal int) error {
+	if parallelTotal > 1 {
+		return fmt.Errorf("meshclaims runs its specs in one process: Ginkgo's parallel mode (-p / -procs=%d) is refused, "+
+			"because specs share the mode namespaces (one spec's policy would be measured by another) and run-wide state "+
+			"(shared measurements, the NetworkPolicy preflight, the current spec); run without -p", parallelTotal)
+	}
+	return nil
+}

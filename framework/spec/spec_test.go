@@ -133,3 +133,13 @@ func TestRunNamespacesTouched(t *testing.T) {
 		t.Fatalf("namespaces = %s", got)
 	}
 }
+
+func TestRefuseParallel(t *testing.T) {
+	if err := RefuseParallel(1); err != nil {
+		t.Fatal(err)
+	}
+	err := RefuseParallel(4)
+	if err == nil || !strings.Contains(err.Error(), "-procs=4") || !strings.Contains(err.Error(), "run without -p") {
+		t.Fatalf("err = %v", err)
+	}
+}
