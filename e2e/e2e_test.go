@@ -151,7 +151,7 @@ var evidenceCollected int
 // JUnit report.
 var _ = JustAfterEach(func(ctx SpecContext) {
 	r := spec.Current()
-	if suite == nil || suite.Mesh == nil || r == nil {
+	if suite == nil || suite.Cluster == nil || r == nil {
 		return
 	}
 	want, why := evidence.Wanted(CurrentSpecReport().Failed(), r.Judged(), evidenceCollected, cfg.EvidenceMax)
@@ -169,7 +169,7 @@ var _ = JustAfterEach(func(ctx SpecContext) {
 		AddReportEntry("evidence error", err.Error())
 		return
 	}
-	files, err := evidence.Collect(ctx, suite.Mesh.K, dir, suite.Results.Path, append(r.Namespaces(), fixtures.OutsideNamespace)...)
+	files, err := evidence.Collect(ctx, suite.Cluster.Kube, dir, suite.Results.Path, append(r.Namespaces(), fixtures.OutsideNamespace)...)
 	for _, f := range files {
 		r.AddEvidence(f)
 	}

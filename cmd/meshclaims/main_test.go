@@ -69,7 +69,7 @@ func TestReportRebuild(t *testing.T) {
 		t.Fatal(err)
 	}
 	d.SaveEnvironment(report.Environment{RunID: "x", Started: time.Now(), Provider: "local", Modes: []mode.Mode{mode.Sidecar}, DurationScale: 1})
-	d.Record(report.Record{Claim: "mtls.plaintext-blocked", Mode: mode.Sidecar, Measured: verdict.Measured{Outcome: "no-http-response", Detail: "connection reset by peer"}})
+	d.Record(report.Record{Claim: "mtls.plaintext-blocked", Mode: mode.Sidecar, Measurement: verdict.Measurement{Outcome: "no-http-response", Detail: "connection reset by peer"}})
 	code, out, errs := runCLI("report", "--file", registry, d.Path)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)

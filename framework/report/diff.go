@@ -109,7 +109,7 @@ var rank = map[verdict.Result]int{verdict.NotReproduced: 0, verdict.Inconclusive
 
 func compareEntry(o, n Entry) Comparison {
 	c := Comparison{Claim: n.Claim, Mode: string(n.Mode), Old: o.Result, New: n.Result, Flipped: o.Result != n.Result}
-	c.Quantities = quantities(n.Metric, o.Measure, n.Measure)
+	c.Quantities = quantities(n.Metric, o.Measurement, n.Measurement)
 	worse, better, changed := false, false, false
 	for _, q := range c.Quantities {
 		if q.Change {
@@ -139,7 +139,7 @@ func compareEntry(o, n Entry) Comparison {
 // interval, repeated values by Welch's interval, single values and
 // percentiles without an interval (reported, never called a change), and
 // outcomes as equal or not.
-func quantities(metric claims.Metric, o, n verdict.Measured) []Quantity {
+func quantities(metric claims.Metric, o, n verdict.Measurement) []Quantity {
 	var qs []Quantity
 	rate := func(name string, oc, ot, nc, nt *int64) {
 		if oc == nil || ot == nil || nc == nil || nt == nil || *ot == 0 || *nt == 0 {

@@ -10,8 +10,8 @@ import (
 
 // repeated is a latency overhead measured as steps.Repeat records it:
 // Value is the mean, Runs the per-run values, Extra the per-run P50s.
-func repeated(runs []float64, p50 []float64) verdict.Measured {
-	m := verdict.Measured{Runs: runs, Extra: map[string]float64{}}
+func repeated(runs []float64, p50 []float64) verdict.Measurement {
+	m := verdict.Measurement{Runs: runs, Extra: map[string]float64{}}
 	s := 0.0
 	for i, v := range runs {
 		s += v
@@ -21,8 +21,8 @@ func repeated(runs []float64, p50 []float64) verdict.Measured {
 	return m
 }
 
-func entry(m verdict.Measured, r verdict.Result) Entry {
-	return Entry{Verdict: verdict.Verdict{Claim: "latency.p50-overhead", Mode: mode.Sidecar, Result: r}, Metric: claims.LatencyOverhead, Measure: m}
+func entry(m verdict.Measurement, r verdict.Result) Entry {
+	return Entry{Verdict: verdict.Verdict{Claim: "latency.p50-overhead", Mode: mode.Sidecar, Result: r}, Metric: claims.LatencyOverhead, Measurement: m}
 }
 
 func TestCompareRepeatsUsesWelch(t *testing.T) {
@@ -48,7 +48,9 @@ func TestCompareRepeatsUsesWelch(t *testing.T) {
 		t.Errorf("noise called %s: %+v", c.Direction, c.Quantities)
 	}
 	// One run each has no interval: a moved value is reported, not a change.
-	one := func(v float64) Entry { return entry(verdict.Measured{Value: verdict.Float64(v)}, verdict.Reproduced) }
+	one := func(v float64) Entry {
+		return entry(verdict.Measurement{Value: verdict.Float64(v)}, verdict.Reproduced)
+	}
 	if c := compareEntry(one(0.6), one(0.9)); c.Direction != NoChange || c.Quantities[0].Note == "" {
 		t.Errorf("single runs: %+v", c)
 	}
@@ -68,7 +70,7 @@ func TestCompareRefusesOtherRegistry(t *testing.T) {
 // Outcomes are compared as equal or not; a verdict flip decides the direction.
 func TestCompareOutcomes(t *testing.T) {
 	mk := func(out string, r verdict.Result) Entry {
-		return Entry{Verdict: verdict.Verdict{Claim: "mtls.plaintext-blocked", Mode: mode.Sidecar, Result: r}, Metric: claims.Outcome, Measure: verdict.Measured{Outcome: out}}
+		return Entry{Verdict: verdict.Verdict{Claim: "mtls.plaintext-blocked", Mode: mode.Sidecar, Result: r}, Metric: claims.Outcome, Measurement: verdict.Measurement{Outcome: out}}
 	}
 	c := compareEntry(mk("no-http-response", verdict.Reproduced), mk("http-200", verdict.NotReproduced))
 	if c.Direction != Regression || !c.Flipped || !c.Quantities[0].Change {

@@ -292,7 +292,7 @@ figure { margin: 0; } figcaption { font-size: 85%; color: #555; max-width: 40em;
 <h2 id="summary">Decision summary</h2>
 <table id="decision-summary">
 <tr><th>claim</th>{{range .Modes}}<th>{{.}}</th>{{end}}</tr>
-{{range .Rows}}<tr><td><a href="#claim-{{anchor .Claim}}"><code>{{.Claim}}</code></a></td>{{range .Cells}}{{if .Entry}}<td class="{{.Class}}"><a href="#{{anchor .Entry.Claim (print .Entry.Mode)}}">{{.Mark}}</a><br>{{short .Entry.Measured 60}}</td>{{else}}<td></td>{{end}}{{end}}</tr>
+{{range .Rows}}<tr><td><a href="#claim-{{anchor .Claim}}"><code>{{.Claim}}</code></a></td>{{range .Cells}}{{if .Entry}}<td class="{{.Class}}"><a href="#{{anchor .Entry.Claim (print .Entry.Mode)}}">{{.Mark}}</a><br>{{short .Entry.MeasuredText 60}}</td>{{else}}<td></td>{{end}}{{end}}</tr>
 {{end}}</table>
 
 <h2 id="environment">Environment</h2>
@@ -332,7 +332,7 @@ figure { margin: 0; } figcaption { font-size: 85%; color: #555; max-width: 40em;
 <p>Source: {{.Source}}{{if .Figures}} · plots: {{range $i, $f := .Figures}}{{if $i}}, {{end}}<a href="#{{$f}}">{{$f}}</a>{{end}}{{end}}</p>
 <table>
 <tr><th>mode</th><th>documented</th><th>measured</th><th>verdict</th><th>why</th><th>setup, raw results, evidence</th></tr>
-{{range .Entries}}<tr id="{{anchor .Claim (print .Mode)}}"><td>{{.Mode}}</td><td>{{.Documented}}</td><td>{{.Measured}}</td><td class="{{class .Result}}">{{mark .Result}}</td><td>{{.Reason}}</td>
+{{range .Entries}}<tr id="{{anchor .Claim (print .Mode)}}"><td>{{.Mode}}</td><td>{{.Documented}}</td><td>{{.MeasuredText}}</td><td class="{{class .Result}}">{{mark .Result}}</td><td>{{.Reason}}</td>
 <td>{{.Setup}}{{if .Declared}}<br>declared in <code>{{.Declared}}</code>{{end}}{{if .Where}}<br>ran on {{.Where}}{{end}}{{range .Waits}}<br>waited {{.Took}} for {{.For}}{{if .Bounded}} (bounded){{end}}{{end}}{{range .Raw}}<br><a href="{{.}}">{{.}}</a>{{end}}{{range .Evidence}}<br>evidence: <a href="{{.}}">{{.}}</a>{{end}}</td></tr>
 {{end}}</table>
 </section>

@@ -75,7 +75,7 @@ func Markdown(w io.Writer, res *Results, reg *claims.Registry) error {
 				p(" |")
 				continue
 			}
-			p(" %s |", cell(mark[e.Result]+" "+short(e.Measured, 48)))
+			p(" %s |", cell(mark[e.Result]+" "+short(e.MeasuredText, 48)))
 		}
 		p("\n")
 	}
@@ -92,7 +92,7 @@ func Markdown(w io.Writer, res *Results, reg *claims.Registry) error {
 		}
 		p("\n## Mode %s\n\n| claim | source | documented | measured | verdict | why |\n|---|---|---|---|---|---|\n", m)
 		for _, e := range rows {
-			p("| `%s` | %s | %s | %s | %s | %s |\n", e.Claim, cell(e.Source), cell(e.Documented), cell(e.Measured), mark[e.Result], cell(e.Reason))
+			p("| `%s` | %s | %s | %s | %s | %s |\n", e.Claim, cell(e.Source), cell(e.Documented), cell(e.MeasuredText), mark[e.Result], cell(e.Reason))
 		}
 		var details []Entry
 		for _, e := range rows {

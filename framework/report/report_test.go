@@ -36,9 +36,9 @@ func sampleDir(t *testing.T) *Dir {
 	}
 	for _, r := range []Record{
 		{Claim: "rollout.baseline", Mode: mode.Sidecar, Setup: "100 qps, 16 conns, 60s", Raw: []string{raw}, Where: "local (https://127.0.0.1:6443), Kubernetes v1.36.3",
-			Measured: verdict.Measured{Count: verdict.Int64(330), Total: verdict.Int64(60000), NoResponse: verdict.Int64(3)}},
-		{Claim: "rollout.baseline", Mode: mode.None, Measured: verdict.Measured{Count: verdict.Int64(0), Total: verdict.Int64(6000), NoResponse: verdict.Int64(7)}},
-		{Claim: "latency.all-ok", Mode: mode.None, Measured: verdict.Measured{Count: verdict.Int64(0), Total: verdict.Int64(120)}},
+			Measurement: verdict.Measurement{Count: verdict.Int64(330), Total: verdict.Int64(60000), NoResponse: verdict.Int64(3)}},
+		{Claim: "rollout.baseline", Mode: mode.None, Measurement: verdict.Measurement{Count: verdict.Int64(0), Total: verdict.Int64(6000), NoResponse: verdict.Int64(7)}},
+		{Claim: "latency.all-ok", Mode: mode.None, Measurement: verdict.Measurement{Count: verdict.Int64(0), Total: verdict.Int64(120)}},
 	} {
 		if err := d.Record(r); err != nil {
 			t.Fatal(err)
@@ -189,12 +189,12 @@ func TestRebuildKeepsSameRunReferences(t *testing.T) {
 	slow := map[string]float64{"50": 1.5, "75": 2.0, "90": 2.4, "99": 3.3, "99.9": 7.5}
 	records := []Record{
 		// un-hardened rates in a hardened record: the reduction fails
-		{Claim: "rollout.hardened", Mode: mode.AmbientL7, Measured: verdict.Measured{Count: verdict.Int64(1528), Total: verdict.Int64(59913), NoResponse: verdict.Int64(0),
-			Reference: &verdict.Measured{Count: verdict.Int64(1528), Total: verdict.Int64(59913)}}},
+		{Claim: "rollout.hardened", Mode: mode.AmbientL7, Measurement: verdict.Measurement{Count: verdict.Int64(1528), Total: verdict.Int64(59913), NoResponse: verdict.Int64(0),
+			Reference: &verdict.Measurement{Count: verdict.Int64(1528), Total: verdict.Int64(59913)}}},
 		// no overhead over the same run's no-mesh load
-		{Claim: "latency.percentiles", Mode: mode.Sidecar, Measured: verdict.Measured{Percentiles: slow, Reference: &verdict.Measured{Percentiles: slow}}},
+		{Claim: "latency.percentiles", Mode: mode.Sidecar, Measurement: verdict.Measurement{Percentiles: slow, Reference: &verdict.Measurement{Percentiles: slow}}},
 		// no growth with 10,000 Services
-		{Claim: "kubeproxy.service-scale", Mode: mode.None, Measured: verdict.Measured{Value: verdict.Float64(0.96), At: &claims.AtScale{Services: 10000, Value: 0.97}}},
+		{Claim: "kubeproxy.service-scale", Mode: mode.None, Measurement: verdict.Measurement{Value: verdict.Float64(0.96), At: &claims.AtScale{Services: 10000, Value: 0.97}}},
 	}
 	for _, r := range records {
 		if err := d.Record(r); err != nil {
@@ -230,9 +230,9 @@ func TestNotMeasuredSaysWhy(t *testing.T) {
 	env := Environment{RunID: "r1", Modes: []mode.Mode{mode.None, mode.Sidecar}, Undeclared: []string{"latency.all-ok [sidecar]"}}
 	recs := []Record{
 		{Claim: "rollout.baseline", Mode: mode.Sidecar, Declared: "suites/rollout/baseline.go:20",
-			Waits:    []converge.Wait{{For: "echo's sidecars to carry X", Took: 1500 * time.Millisecond, Polls: 4}},
-			Measured: verdict.Measured{Count: verdict.Int64(330), Total: verdict.Int64(60000), NoResponse: verdict.Int64(3)}},
-		{Claim: "netpol.app-port-only", Mode: mode.None, Measured: verdict.Measured{Unmet: "networkpolicy-enforcement: the CNI does not enforce"}},
+			Waits:       []converge.Wait{{For: "echo's sidecars to carry X", Took: 1500 * time.Millisecond, Polls: 4}},
+			Measurement: verdict.Measurement{Count: verdict.Int64(330), Total: verdict.Int64(60000), NoResponse: verdict.Int64(3)}},
+		{Claim: "netpol.app-port-only", Mode: mode.None, Measurement: verdict.Measurement{Unmet: "networkpolicy-enforcement: the CNI does not enforce"}},
 	}
 	res, err := Judge(env, recs, reg)
 	if err != nil {

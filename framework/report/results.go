@@ -59,9 +59,9 @@ type Environment struct {
 
 // Record is what one spec measured for one claim in one mode.
 type Record struct {
-	Claim    string           `json:"claim"`
-	Mode     mode.Mode        `json:"mode"`
-	Measured verdict.Measured `json:"measured"`
+	Claim       string              `json:"claim"`
+	Mode        mode.Mode           `json:"mode"`
+	Measurement verdict.Measurement `json:"measured"`
 	// Setup says what was actually run (qps, connections, duration after scaling).
 	Setup    string   `json:"setup,omitempty"`
 	Raw      []string `json:"raw,omitempty"`      // paths relative to the results directory
@@ -80,17 +80,17 @@ type Record struct {
 // Entry is one judged claim in one mode.
 type Entry struct {
 	verdict.Verdict
-	Title    string           `json:"title"`
-	Source   string           `json:"source"`
-	Kind     claims.Kind      `json:"kind"`
-	Metric   claims.Metric    `json:"metric"`
-	Setup    string           `json:"setup,omitempty"`
-	Measure  verdict.Measured `json:"measurement"`
-	Raw      []string         `json:"raw,omitempty"`
-	Evidence []string         `json:"evidence,omitempty"`
-	Waits    []converge.Wait  `json:"waits,omitempty"`
-	Declared string           `json:"declared,omitempty"`
-	Where    string           `json:"where,omitempty"`
+	Title       string              `json:"title"`
+	Source      string              `json:"source"`
+	Kind        claims.Kind         `json:"kind"`
+	Metric      claims.Metric       `json:"metric"`
+	Setup       string              `json:"setup,omitempty"`
+	Measurement verdict.Measurement `json:"measurement"`
+	Raw         []string            `json:"raw,omitempty"`
+	Evidence    []string            `json:"evidence,omitempty"`
+	Waits       []converge.Wait     `json:"waits,omitempty"`
+	Declared    string              `json:"declared,omitempty"`
+	Where       string              `json:"where,omitempty"`
 }
 
 // Results is results.json.
@@ -147,8 +147,8 @@ func notMeasured(res *Results, reg *claims.Registry) []NotMeasured {
 				why = WhyNotDeclared
 			case !ok:
 				why = WhyNoRecord
-			case e.Measure.Unmet != "":
-				why = WhyNeedUnmet + e.Measure.Unmet
+			case e.Measurement.Unmet != "":
+				why = WhyNeedUnmet + e.Measurement.Unmet
 			}
 			if why != "" {
 				out = append(out, NotMeasured{Claim: c.ID, Mode: m, Why: why})
@@ -263,10 +263,10 @@ func Judge(env Environment, records []Record, reg *claims.Registry) (*Results, e
 		if !ok {
 			return nil, fmt.Errorf("measured record for claim %q, which registry %s does not have", r.Claim, reg.File)
 		}
-		v := verdict.Judge(c, r.Mode, r.Measured)
+		v := verdict.Judge(c, r.Mode, r.Measurement)
 		res.Entries = append(res.Entries, Entry{
 			Verdict: v, Title: c.Title, Source: c.Source.Doc + " " + c.Source.Section,
-			Kind: c.Kind, Metric: c.Metric, Setup: r.Setup, Measure: r.Measured, Raw: r.Raw, Evidence: r.Evidence, Waits: r.Waits, Declared: r.Declared, Where: r.Where,
+			Kind: c.Kind, Metric: c.Metric, Setup: r.Setup, Measurement: r.Measurement, Raw: r.Raw, Evidence: r.Evidence, Waits: r.Waits, Declared: r.Declared, Where: r.Where,
 		})
 		res.Summary[v.Result]++
 	}

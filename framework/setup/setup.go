@@ -50,7 +50,7 @@ type Suite struct {
 	Registry *claims.Registry
 	Results  *report.Dir
 	Env      *spec.Env
-	Mesh     *steps.Mesh
+	Cluster  *spec.Cluster
 	// TerminatingNamespaceIsGone is handed to the cleaner (see
 	// cleanup.Options): only for API servers that run no controllers.
 	TerminatingNamespaceIsGone bool
@@ -215,9 +215,9 @@ func (s *Suite) up(ctx context.Context) error {
 		return err
 	}
 	opts := fixtures.Options{Run: cfg.RunID, Images: img}
-	mesh := &steps.Mesh{K: k, Applier: applier, Options: opts}
+	mesh := &spec.Cluster{Kube: k, Applier: applier, Options: opts}
 	s.mu.Lock()
-	s.Mesh = mesh
+	s.Cluster = mesh
 	s.mu.Unlock()
 
 	// 3. Istio, in the one profile that serves every selected mode.

@@ -71,7 +71,7 @@ func execute(ctx SpecContext, p Planned, env *Env) {
 	DeferCleanup(func() { currentRun = nil })
 	currentRun = r
 
-	var got verdict.Measured
+	var got verdict.Measurement
 	for _, need := range p.Def.Needs {
 		if err := need.Check(ctx, r); err != nil {
 			got.Unmet = fmt.Sprintf("%s: %v", need.Name, err)
@@ -89,12 +89,12 @@ func execute(ctx SpecContext, p Planned, env *Env) {
 		// Recorded at the very end of the spec (after the failure-evidence
 		// hook), so the record lists the evidence too.
 		DeferCleanup(func() error {
-			return env.Results.Record(report.Record{Claim: p.Claim.ID, Mode: p.Mode, Measured: got, Setup: r.Setup(), Raw: r.Raw(), Evidence: r.Evidence(), Waits: r.Waits(), Declared: p.Def.Declared, Where: env.Where})
+			return env.Results.Record(report.Record{Claim: p.Claim.ID, Mode: p.Mode, Measurement: got, Setup: r.Setup(), Raw: r.Raw(), Evidence: r.Evidence(), Waits: r.Waits(), Declared: p.Def.Declared, Where: env.Where})
 		})
 	}
 	b, _ := json.Marshal(v)
 	AddReportEntry("verdict", string(b))
-	AddReportEntry("measured", v.Measured)
+	AddReportEntry("measured", v.MeasuredText)
 	r.Logf("%s: %s", v.Result, v.Reason)
 	failOn := config.FailOnNotReproduced
 	if env.Config != nil {
@@ -113,8 +113,8 @@ func execute(ctx SpecContext, p Planned, env *Env) {
 // never pass); otherwise failOn says whether a verdict other than reproduced
 // or recorded fails the spec (FailOnNotReproduced) or is only reported
 // (FailOnError: the measurement itself was made).
-func Gate(v verdict.Verdict, got verdict.Measured, failOn string) error {
-	msg := fmt.Sprintf("%s [%s] %s: %s\n  documented: %s\n  measured:   %s", v.Claim, v.Mode, v.Result, v.Reason, v.Documented, v.Measured)
+func Gate(v verdict.Verdict, got verdict.Measurement, failOn string) error {
+	msg := fmt.Sprintf("%s [%s] %s: %s\n  documented: %s\n  measured:   %s", v.Claim, v.Mode, v.Result, v.Reason, v.Documented, v.MeasuredText)
 	switch {
 	case got.Unmet != "":
 		return errors.New(msg)

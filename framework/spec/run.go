@@ -8,25 +8,38 @@ import (
 	"slices"
 	"time"
 
+	"github.com/meshclaims/meshclaims/fixtures"
+	"github.com/meshclaims/meshclaims/framework/apply"
 	"github.com/meshclaims/meshclaims/framework/claims"
 	"github.com/meshclaims/meshclaims/framework/config"
 	"github.com/meshclaims/meshclaims/framework/converge"
+	"github.com/meshclaims/meshclaims/framework/kube"
 	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/report"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
 
 // Env is what the suite's set-up prepared, shared by every spec. The e2e
-// package fills it in its before-all; Cluster is whatever the provider gave
-// (an interface, so framework/spec does not depend on a provider).
+// package fills it in its before-all.
 type Env struct {
 	Config   *config.Config
 	Registry *claims.Registry
 	Results  *report.Dir
-	// Cluster is the suite's cluster handle (set by e2e; nil in dry runs).
-	Cluster any
+	// Cluster is the suite's cluster handle (set by the set-up; nil in dry
+	// runs and in tests of pure measure logic).
+	Cluster *Cluster
 	// Where says where measurements come from, for every record.
 	Where string
+}
+
+// Cluster is what the suite's set-up hands every spec: the API clients of
+// the cluster under test, whichever provider made it.
+type Cluster struct {
+	Kube    *kube.Cluster
+	Applier *apply.Applier
+	// Options are the fixture options the set-up deployed with; specs that
+	// re-apply a base object (hardening) use the same ones.
+	Options fixtures.Options
 }
 
 // Run is one spec's view: its claim, its mode and the shared Env.

@@ -41,7 +41,7 @@ type Def struct {
 	Needs []Need
 	// Measure runs the scenario in r.Mode and returns what it observed. An
 	// error is a broken run (set-up failed), not a disproved claim.
-	Measure func(ctx context.Context, r *Run) (verdict.Measured, error)
+	Measure func(ctx context.Context, r *Run) (verdict.Measurement, error)
 	// Slow marks specs that run for minutes (rollout loads).
 	Slow bool
 	// Declared is where the declaration is, "suites/authz/authz.go:27"

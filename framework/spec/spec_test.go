@@ -23,7 +23,7 @@ func registry(t *testing.T) *claims.Registry {
 	return reg
 }
 
-func measure(context.Context, *Run) (verdict.Measured, error) { return verdict.Measured{}, nil }
+func measure(context.Context, *Run) (verdict.Measurement, error) { return verdict.Measurement{}, nil }
 
 func TestPlanSelectsApplicableModes(t *testing.T) {
 	reg := registry(t)
@@ -98,20 +98,20 @@ func TestSaveRawNeverOverwrites(t *testing.T) {
 func TestGate(t *testing.T) {
 	reg := registry(t)
 	c := reg.MustGet("latency.p50-overhead")
-	off := verdict.Judge(c, mode.AmbientL4, verdict.Measured{Value: verdict.Float64(1.5)}) // not reproduced
-	on := verdict.Judge(c, mode.AmbientL4, verdict.Measured{Value: verdict.Float64(0.1)})  // reproduced
-	unmet := verdict.Measured{Unmet: "networkpolicy-enforcement: not enforced"}
+	off := verdict.Judge(c, mode.AmbientL4, verdict.Measurement{Value: verdict.Float64(1.5)}) // not reproduced
+	on := verdict.Judge(c, mode.AmbientL4, verdict.Measurement{Value: verdict.Float64(0.1)})  // reproduced
+	unmet := verdict.Measurement{Unmet: "networkpolicy-enforcement: not enforced"}
 	unmetV := verdict.Judge(reg.MustGet("netpol.app-port-only"), mode.AmbientL4, unmet)
 	cases := []struct {
 		name   string
 		v      verdict.Verdict
-		got    verdict.Measured
+		got    verdict.Measurement
 		failOn string
 		fails  bool
 	}{
-		{"not reproduced gates by default", off, verdict.Measured{}, config.FailOnNotReproduced, true},
-		{"not reproduced is only reported with -fail-on=error", off, verdict.Measured{}, config.FailOnError, false},
-		{"reproduced passes", on, verdict.Measured{}, config.FailOnNotReproduced, false},
+		{"not reproduced gates by default", off, verdict.Measurement{}, config.FailOnNotReproduced, true},
+		{"not reproduced is only reported with -fail-on=error", off, verdict.Measurement{}, config.FailOnError, false},
+		{"reproduced passes", on, verdict.Measurement{}, config.FailOnNotReproduced, false},
 		{"a missing precondition always fails", unmetV, unmet, config.FailOnError, true},
 	}
 	for _, c := range cases {

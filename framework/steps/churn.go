@@ -21,7 +21,7 @@ import (
 
 type churnPair struct{ quiet, churned *load.Run }
 
-var churns memo[churnPair]
+var churns sharedMeasurement[churnPair]
 
 // ChurnRuns runs SCALE's pattern scaled down to one namespace: a saturating
 // load on echo for 60 s (scaled) without churn, then the same load while the
@@ -37,7 +37,7 @@ func ChurnRuns(ctx context.Context, r *spec.Run) (*load.Run, *load.Run, error) {
 		if err != nil {
 			return churnPair{}, err
 		}
-		mesh, err := Of(r)
+		mesh, err := ClusterOf(r)
 		if err != nil {
 			return churnPair{}, err
 		}
@@ -49,11 +49,11 @@ func ChurnRuns(ctx context.Context, r *spec.Run) (*load.Run, *load.Run, error) {
 		}
 		r.Defer(func(ctx context.Context) error {
 			if err := mesh.Applier.Phase(ctx, "restore after churn", func(ctx context.Context) error {
-				return RestoreChurn(ctx, mesh.K.Client, r.Namespace(), base)
+				return RestoreChurn(ctx, mesh.Kube.Client, r.Namespace(), base)
 			}); err != nil {
 				return err
 			}
-			return mesh.K.WaitAvailable(ctx, r.Namespace(), r.Env.Config.Timeouts.WorkloadsReady, churnedDeployments...)
+			return mesh.Kube.WaitAvailable(ctx, r.Namespace(), r.Env.Config.Timeouts.WorkloadsReady, churnedDeployments...)
 		})
 		stop := startChurn(ctx, r)
 		churned, err := Load(ctx, r, InMesh(r), "churn", s)
@@ -71,7 +71,7 @@ func ChurnRuns(ctx context.Context, r *spec.Run) (*load.Run, *load.Run, error) {
 }
 
 func startChurn(ctx context.Context, r *spec.Run) func() (int, error) {
-	m, _ := Of(r)
+	m, _ := ClusterOf(r)
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	var changes int
@@ -89,11 +89,11 @@ func startChurn(ctx context.Context, r *spec.Run) func() (int, error) {
 			var err error
 			if i%60 == 59 {
 				patch := fmt.Sprintf(`{"metadata":{"labels":{%q:"%d"}}}`, ChurnLabel, i)
-				_, err = m.K.Client.CoreV1().Namespaces().Patch(ctx, r.Namespace(), types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+				_, err = m.Kube.Client.CoreV1().Namespaces().Patch(ctx, r.Namespace(), types.MergePatchType, []byte(patch), metav1.PatchOptions{})
 			} else {
 				name := churnedDeployments[rand.IntN(len(churnedDeployments))]
 				patch := fmt.Sprintf(`{"spec":{"replicas":%d}}`, 1+rand.IntN(3))
-				_, err = m.K.Client.AppsV1().Deployments(r.Namespace()).Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+				_, err = m.Kube.Client.AppsV1().Deployments(r.Namespace()).Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
 			}
 			if err != nil && ctx.Err() == nil && firstErr == nil {
 				firstErr = err
@@ -134,22 +134,22 @@ func RestoreChurn(ctx context.Context, c kubernetes.Interface, ns string, replic
 
 // Stability is the largest relative change of throughput and P50 from the
 // quiet run to the churned one.
-func Stability(quiet, churned *load.Run) verdict.Measured {
+func Stability(quiet, churned *load.Run) verdict.Measurement {
 	qQPS, cQPS := quiet.Result.ActualQPS, churned.Result.ActualQPS
 	qP50, cP50 := Percentiles(quiet)["50"], Percentiles(churned)["50"]
 	d := math.Max(math.Abs(cQPS-qQPS)/qQPS, math.Abs(cP50-qP50)/qP50)
-	return verdict.Measured{Value: verdict.Float64(d), Extra: map[string]float64{
+	return verdict.Measurement{Value: verdict.Float64(d), Extra: map[string]float64{
 		"quiet_qps": qQPS, "churn_qps": cQPS, "quiet_p50_ms": qP50, "churn_p50_ms": cP50,
 	}}
 }
 
 // NodeCores is the CPU capacity of the cluster's nodes.
 func NodeCores(ctx context.Context, r *spec.Run) (float64, error) {
-	m, err := Of(r)
+	m, err := ClusterOf(r)
 	if err != nil {
 		return 0, err
 	}
-	nodes, err := m.K.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	nodes, err := m.Kube.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return 0, err
 	}

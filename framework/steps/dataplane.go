@@ -50,9 +50,9 @@ func DataPlaneOf(p *corev1.Pod) DataPlane {
 // istio-proxy; ambient pods carry none and are enrolled (the redirection
 // annotation is the positive control: a pod outside the mesh carries no proxy
 // either).
-func ProxyPlacement(m mode.Mode, pods []corev1.Pod) verdict.Measured {
+func ProxyPlacement(m mode.Mode, pods []corev1.Pod) verdict.Measurement {
 	if len(pods) == 0 {
-		return verdict.Measured{Detail: "no pods to inspect"}
+		return verdict.Measurement{Detail: "no pods to inspect"}
 	}
 	ok := true
 	var parts []string
@@ -69,16 +69,16 @@ func ProxyPlacement(m mode.Mode, pods []corev1.Pod) verdict.Measured {
 	if !ok {
 		out = "not verified"
 	}
-	return verdict.Measured{Outcome: out, Detail: strings.Join(parts, "; ")}
+	return verdict.Measurement{Outcome: out, Detail: strings.Join(parts, "; ")}
 }
 
 // EchoPods lists echo's pods in the run's namespace.
 func EchoPods(ctx context.Context, r *spec.Run) ([]corev1.Pod, error) {
-	m, err := Of(r)
+	m, err := ClusterOf(r)
 	if err != nil {
 		return nil, err
 	}
-	l, err := m.K.Client.CoreV1().Pods(r.Namespace()).List(ctx, metav1.ListOptions{LabelSelector: fixtures.LabelApp + "=" + fixtures.EchoName})
+	l, err := m.Kube.Client.CoreV1().Pods(r.Namespace()).List(ctx, metav1.ListOptions{LabelSelector: fixtures.LabelApp + "=" + fixtures.EchoName})
 	if err != nil {
 		return nil, err
 	}

@@ -6,13 +6,14 @@ import (
 
 	"github.com/meshclaims/meshclaims/framework/rollout"
 	"github.com/meshclaims/meshclaims/framework/rollout/deployment"
+	"github.com/meshclaims/meshclaims/framework/spec"
 )
 
 // NewDeploymentDriver is the Kubernetes rollout driver for one Deployment
 // (framework/rollout/deployment), with the cluster guard asked before every
 // restart: each restart is a write.
-func NewDeploymentDriver(m *Mesh, ns, name string) (rollout.Driver, error) {
-	d, err := deployment.New(m.K.Client, ns, name)
+func NewDeploymentDriver(m *spec.Cluster, ns, name string) (rollout.Driver, error) {
+	d, err := deployment.New(m.Kube.Client, ns, name)
 	if err != nil {
 		return nil, err
 	}
@@ -21,11 +22,11 @@ func NewDeploymentDriver(m *Mesh, ns, name string) (rollout.Driver, error) {
 
 type guardedDriver struct {
 	d rollout.Driver
-	m *Mesh
+	m *spec.Cluster
 }
 
 func (g guardedDriver) Restart(ctx context.Context) error {
-	if err := g.m.K.CheckWrite(ctx); err != nil {
+	if err := g.m.Kube.CheckWrite(ctx); err != nil {
 		return err
 	}
 	return g.d.Restart(ctx)

@@ -24,13 +24,13 @@ type Identity struct {
 	Detail     string
 }
 
-// Measured turns the findings into the claim's outcome.
-func (i Identity) Measured() verdict.Measured {
+// Measurement turns the findings into the claim's outcome.
+func (i Identity) Measurement() verdict.Measurement {
 	out := "not verified"
 	if i.Found && i.RootShared {
 		out = "verified"
 	}
-	return verdict.Measured{Outcome: out, Detail: i.Detail}
+	return verdict.Measurement{Outcome: out, Detail: i.Detail}
 }
 
 // WorkloadIdentity reads echo's certificate from the proxy that holds it and
@@ -42,12 +42,12 @@ func (i Identity) Measured() verdict.Measured {
 // certificate istiod published in the namespace (ConfigMap
 // istio-ca-root-cert), and every meshed namespace of the run holds the same.
 func WorkloadIdentity(ctx context.Context, r *spec.Run) (Identity, error) {
-	m, err := Of(r)
+	m, err := ClusterOf(r)
 	if err != nil {
 		return Identity{}, err
 	}
 	id := Identity{Want: fmt.Sprintf("spiffe://cluster.local/ns/%s/sa/default", r.Namespace())}
-	echo, err := m.K.OneReadyPod(ctx, r.Namespace(), fixtures.LabelApp+"="+fixtures.EchoName)
+	echo, err := m.Kube.OneReadyPod(ctx, r.Namespace(), fixtures.LabelApp+"="+fixtures.EchoName)
 	if err != nil {
 		return id, err
 	}
@@ -55,14 +55,14 @@ func WorkloadIdentity(ctx context.Context, r *spec.Run) (Identity, error) {
 	id.Issuer = "istio-proxy"
 	parse := proxycert.ParseEnvoy
 	if r.Mode.Ambient() {
-		zt, err := m.K.Client.CoreV1().Pods("istio-system").List(ctx, metav1.ListOptions{LabelSelector: "app=ztunnel", FieldSelector: "spec.nodeName=" + echo.Spec.NodeName})
+		zt, err := m.Kube.Client.CoreV1().Pods("istio-system").List(ctx, metav1.ListOptions{LabelSelector: "app=ztunnel", FieldSelector: "spec.nodeName=" + echo.Spec.NodeName})
 		if err != nil || len(zt.Items) == 0 {
 			return id, fmt.Errorf("no ztunnel pod on node %s: %v", echo.Spec.NodeName, err)
 		}
 		ns, pod, id.Issuer, parse = "istio-system", zt.Items[0].Name, "ztunnel", proxycert.ParseZtunnel
 	}
 	const path = "/config_dump"
-	dump, err := m.K.AdminGet(ctx, ns, pod, path)
+	dump, err := m.Kube.AdminGet(ctx, ns, pod, path)
 	if err != nil {
 		return id, err
 	}
@@ -74,7 +74,7 @@ func WorkloadIdentity(ctx context.Context, r *spec.Run) (Identity, error) {
 		if !mm.Meshed() {
 			continue
 		}
-		cm, err := m.K.Client.CoreV1().ConfigMaps(mm.Namespace()).Get(ctx, "istio-ca-root-cert", metav1.GetOptions{})
+		cm, err := m.Kube.Client.CoreV1().ConfigMaps(mm.Namespace()).Get(ctx, "istio-ca-root-cert", metav1.GetOptions{})
 		if err != nil {
 			return id, fmt.Errorf("root CA of %s: %w", mm.Namespace(), err)
 		}

@@ -58,7 +58,7 @@ func TestJudgeIdentity(t *testing.T) {
 		if id.Found != c.found || id.RootShared != c.shared {
 			t.Errorf("%s: found=%v shared=%v (%s), want found=%v shared=%v", c.name, id.Found, id.RootShared, id.Detail, c.found, c.shared)
 		}
-		if out := id.Measured().Outcome; (out == "verified") != (c.found && c.shared) {
+		if out := id.Measurement().Outcome; (out == "verified") != (c.found && c.shared) {
 			t.Errorf("%s: outcome %q", c.name, out)
 		}
 	}

@@ -21,15 +21,15 @@ import (
 // port-forward), keeps the raw JSON and options in the results directory and
 // returns the run with the causes of every -1 read from the client's log.
 func Load(ctx context.Context, r *spec.Run, c probe.Client, name string, s load.Spec) (*load.Run, error) {
-	m, err := Of(r)
+	m, err := ClusterOf(r)
 	if err != nil {
 		return nil, err
 	}
-	pod, err := m.K.OneReadyPod(ctx, c.Namespace, c.Selector)
+	pod, err := m.Kube.OneReadyPod(ctx, c.Namespace, c.Selector)
 	if err != nil {
 		return nil, err
 	}
-	addr, stop, err := m.K.PortForward(ctx, c.Namespace, pod.Name, c.Port)
+	addr, stop, err := m.Kube.PortForward(ctx, c.Namespace, pod.Name, c.Port)
 	if err != nil {
 		return nil, err
 	}
@@ -41,7 +41,7 @@ func Load(ctx context.Context, r *spec.Run, c probe.Client, name string, s load.
 	defer os.RemoveAll(rawDir)
 	eng, err := load.New(load.Config{
 		BaseURL: "http://" + addr + "/fortio/",
-		Logs:    load.PodLogs{Client: m.K.Client, Namespace: c.Namespace, Pod: pod.Name},
+		Logs:    load.PodLogs{Client: m.Kube.Client, Namespace: c.Namespace, Pod: pod.Name},
 		RawDir:  rawDir,
 	})
 	if err != nil {
@@ -162,9 +162,9 @@ func MeanMs(run *load.Run) float64 {
 
 // Rates turns a run into a rate measurement: code's count (e.g. 503) and -1 of
 // all requests, with sockets and the causes of -1 as extra numbers.
-func Rates(run *load.Run, code int) verdict.Measured {
+func Rates(run *load.Run, code int) verdict.Measurement {
 	total := run.Result.Requests()
-	m := verdict.Measured{
+	m := verdict.Measurement{
 		Count:      verdict.Int64(run.Result.RetCodes[code]),
 		Total:      verdict.Int64(total),
 		NoResponse: verdict.Int64(run.SocketErrors()),
@@ -182,12 +182,12 @@ func Rates(run *load.Run, code int) verdict.Measured {
 }
 
 // NonOK counts every answer that is not 200 (the latency.all-ok claim).
-func NonOK(run *load.Run) verdict.Measured {
+func NonOK(run *load.Run) verdict.Measurement {
 	var bad int64
 	for code, n := range run.Result.RetCodes {
 		if code != 200 {
 			bad += n
 		}
 	}
-	return verdict.Measured{Count: verdict.Int64(bad), Total: verdict.Int64(run.Result.Requests())}
+	return verdict.Measurement{Count: verdict.Int64(bad), Total: verdict.Int64(run.Result.Requests())}
 }

@@ -24,10 +24,10 @@ type CrossCall struct {
 // every other meshed mode of the run calls this mode's echo and this mode
 // calls theirs, both under their namespaces' STRICT, and plaintext from
 // outside the mesh to this mode's echo pod is still refused (JudgeMixed).
-func MixedNamespaces(ctx context.Context, r *spec.Run) (verdict.Measured, error) {
-	m, err := Of(r)
+func MixedNamespaces(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
+	m, err := ClusterOf(r)
 	if err != nil {
-		return verdict.Measured{}, err
+		return verdict.Measurement{}, err
 	}
 	var calls []CrossCall
 	for _, other := range r.Env.Config.Modes {
@@ -35,9 +35,9 @@ func MixedNamespaces(ctx context.Context, r *spec.Run) (verdict.Measured, error)
 			continue
 		}
 		for _, pair := range [][2]mode.Mode{{r.Mode, other}, {other, r.Mode}} {
-			res, err := probe.From(ctx, m.K, InMeshOf(r, pair[0]), EchoURLOf(pair[1]), r.Env.Config.Timeouts.Probe)
+			res, err := probe.From(ctx, m.Kube, InMeshOf(r, pair[0]), EchoURLOf(pair[1]), r.Env.Config.Timeouts.Probe)
 			if err != nil {
-				return verdict.Measured{}, fmt.Errorf("%s client -> %s echo: %w", pair[0], pair[1], err)
+				return verdict.Measurement{}, fmt.Errorf("%s client -> %s echo: %w", pair[0], pair[1], err)
 			}
 			r.Logf("%s client -> %s echo: %s %s", pair[0], pair[1], res.Outcome, res.Detail)
 			calls = append(calls, CrossCall{From: pair[0], To: pair[1], Outcome: res.Outcome, Detail: res.Detail})
@@ -45,11 +45,11 @@ func MixedNamespaces(ctx context.Context, r *spec.Run) (verdict.Measured, error)
 	}
 	podURL, err := EchoPodURL(ctx, r, fixtures.EchoHTTPPort)
 	if err != nil {
-		return verdict.Measured{}, err
+		return verdict.Measurement{}, err
 	}
 	plain, err := Probe(ctx, r, Outside(), podURL)
 	if err != nil {
-		return verdict.Measured{}, err
+		return verdict.Measurement{}, err
 	}
 	return JudgeMixed(r.Mode, plain.Outcome, calls), nil
 }
@@ -58,7 +58,7 @@ func MixedNamespaces(ctx context.Context, r *spec.Run) (verdict.Measured, error)
 // HTTP response, as mtls.plaintext-blocked documents for every meshed mode)
 // and every cross-mode call, in both directions with at least one other
 // mode, answered 200. Otherwise "not verified", saying which part failed.
-func JudgeMixed(m mode.Mode, plaintext string, calls []CrossCall) verdict.Measured {
+func JudgeMixed(m mode.Mode, plaintext string, calls []CrossCall) verdict.Measurement {
 	var parts, failed []string
 	out, in := 0, 0
 	for _, c := range calls {
@@ -80,7 +80,7 @@ func JudgeMixed(m mode.Mode, plaintext string, calls []CrossCall) verdict.Measur
 	}
 	detail := fmt.Sprintf("plaintext: %s; cross-mode: %s", plaintext, strings.Join(parts, ", "))
 	if len(failed) > 0 {
-		return verdict.Measured{Outcome: "not verified", Detail: detail + "; " + strings.Join(failed, "; ")}
+		return verdict.Measurement{Outcome: "not verified", Detail: detail + "; " + strings.Join(failed, "; ")}
 	}
-	return verdict.Measured{Outcome: "verified", Detail: detail}
+	return verdict.Measurement{Outcome: "verified", Detail: detail}
 }

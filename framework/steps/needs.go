@@ -71,12 +71,12 @@ var preflight struct {
 }
 
 func netpolPreflight(ctx context.Context, r *spec.Run) error {
-	m, err := Of(r)
+	m, err := ClusterOf(r)
 	if err != nil {
 		return err
 	}
 	base := fixtures.Target{Namespace: mode.None.Namespace(), Run: r.Env.Config.RunID}
-	pod, err := m.K.OneReadyPod(ctx, base.Namespace, fixtures.LabelApp+"="+fixtures.EchoName)
+	pod, err := m.Kube.OneReadyPod(ctx, base.Namespace, fixtures.LabelApp+"="+fixtures.EchoName)
 	if err != nil {
 		return fmt.Errorf("preflight needs the no-mesh baseline's echo: %w", err)
 	}
@@ -131,15 +131,15 @@ func netpolPreflight(ctx context.Context, r *spec.Run) error {
 // success, so a "blocked" after the policy is the policy's doing), then
 // applies a NetworkPolicy for the spec, lets the CNI program it, and probes
 // again. Removing the policy waits until echo is Ready and answering (Apply).
-func UnderNetPol(ctx context.Context, r *spec.Run, policy *networkingv1.NetworkPolicy, url string) (verdict.Measured, error) {
+func UnderNetPol(ctx context.Context, r *spec.Run, policy *networkingv1.NetworkPolicy, url string) (verdict.Measurement, error) {
 	if err := PositiveControl(ctx, r, InMesh(r), url); err != nil {
-		return verdict.Measured{}, err
+		return verdict.Measurement{}, err
 	}
 	if err := Apply(ctx, r, policy); err != nil {
-		return verdict.Measured{}, err
+		return verdict.Measurement{}, err
 	}
 	if err := AwaitApplied(ctx, r, policy); err != nil {
-		return verdict.Measured{}, err
+		return verdict.Measurement{}, err
 	}
 	return ProbeOutcome(ctx, r, InMesh(r), url)
 }
@@ -150,12 +150,12 @@ func UnderNetPol(ctx context.Context, r *spec.Run, policy *networkingv1.NetworkP
 // It waits for the precondition (a previous spec's policy may still be
 // leaving), never for the outcome being measured.
 func PositiveControl(ctx context.Context, r *spec.Run, c probe.Client, url string) error {
-	m, err := Of(r)
+	m, err := ClusterOf(r)
 	if err != nil {
 		return err
 	}
 	err = WaitOutcome(ctx, r.Env.Config.Timeouts.PolicyRestore, r.Env.Config.Timeouts.ProxySync, []string{"http-200"}, func(ctx context.Context) (probe.Result, string, error) {
-		res, err := probe.From(ctx, m.K, c, url, r.Env.Config.Timeouts.Probe)
+		res, err := probe.From(ctx, m.Kube, c, url, r.Env.Config.Timeouts.Probe)
 		return res, c.Selector + " -> " + url, err
 	})
 	if err != nil {

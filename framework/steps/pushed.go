@@ -53,7 +53,7 @@ func AwaitRemoved(ctx context.Context, r *spec.Run, objs ...client.Object) error
 }
 
 func await(ctx context.Context, r *spec.Run, present bool, objs []client.Object) error {
-	m, err := Of(r)
+	m, err := ClusterOf(r)
 	if err != nil {
 		return err
 	}
@@ -87,7 +87,7 @@ func kindOf(obj client.Object) string {
 
 // pushedCondition picks, for obj in r's mode, what to wait for and the
 // condition; a nil condition means none can be read, and bounded says why.
-func pushedCondition(m *Mesh, r *spec.Run, obj client.Object, present bool) (string, converge.Condition, string) {
+func pushedCondition(m *spec.Cluster, r *spec.Run, obj client.Object, present bool) (string, converge.Condition, string) {
 	ns, name, kind := obj.GetNamespace(), obj.GetName(), kindOf(obj)
 	verb := map[bool]string{true: "carry", false: "drop"}[present]
 	md := modeOfNamespace(ns)
@@ -96,25 +96,25 @@ func pushedCondition(m *Mesh, r *spec.Run, obj client.Object, present bool) (str
 	switch {
 	case kind == "AuthorizationPolicy" && md == mode.Sidecar:
 		return fmt.Sprintf("echo's sidecars to %s AuthorizationPolicy %s/%s in their RBAC filters", verb, ns, name),
-			envoyEach(m.K, ns, echo, present, func(d string) (bool, string, error) { return proxydump.EnvoyRBACPolicy(d, ns, name) }), ""
+			envoyEach(m.Kube, ns, echo, present, func(d string) (bool, string, error) { return proxydump.EnvoyRBACPolicy(d, ns, name) }), ""
 	case kind == "AuthorizationPolicy" && md.Ambient():
 		// A selector policy is ztunnel's to enforce, waypoint or not.
 		return fmt.Sprintf("every ztunnel to %s AuthorizationPolicy %s/%s in its policies", verb, ns, name),
-			ztunnelEach(m.K, present, func(d string) (bool, string, error) { return proxydump.ZtunnelHasPolicy(d, ns, name) }), ""
+			ztunnelEach(m.Kube, present, func(d string) (bool, string, error) { return proxydump.ZtunnelHasPolicy(d, ns, name) }), ""
 	case kind == "PeerAuthentication" && md.Ambient():
 		key := ns + "/" + proxydump.ConvertedPeerAuthenticationPrefix + name
 		if name == fixtures.PeerAuthStrictName {
 			key = istioNamespace + "/" + proxydump.StaticStrictPolicy
 		}
 		return fmt.Sprintf("every ztunnel's echo workloads to %s a reference to %s (PeerAuthentication %s/%s)", verb, key, ns, name),
-			ztunnelWorkloads(m.K, ns, echo, key, present), ""
+			ztunnelWorkloads(m.Kube, ns, echo, key, present), ""
 	case kind == "PeerAuthentication":
 		return fmt.Sprintf("PeerAuthentication %s/%s to reach the proxies", ns, name), nil,
 			"no proxy configuration names a PeerAuthentication in mode " + string(md) + " (Envoy's inbound chains carry no object metadata): documented bounded wait"
 	case kind == "DestinationRule" && md == mode.Sidecar:
 		mutual := drMutual(obj)
 		return fmt.Sprintf("the client's sidecar to %s DestinationRule %s/%s on its clusters (TLS origination %v)", verb, ns, name, mutual),
-			envoyEach(m.K, ns, clientSel, true, func(d string) (bool, string, error) {
+			envoyEach(m.Kube, ns, clientSel, true, func(d string) (bool, string, error) {
 				c, err := proxydump.EnvoyClustersFrom(d, ns, name)
 				if err != nil {
 					return false, "", err
@@ -130,18 +130,18 @@ func pushedCondition(m *Mesh, r *spec.Run, obj client.Object, present bool) (str
 			}), ""
 	case kind == "HTTPRoute" && md == mode.Sidecar:
 		return fmt.Sprintf("the client's sidecar to %s routes from HTTPRoute %s/%s", verb, ns, name),
-			envoyEach(m.K, ns, clientSel, present, func(d string) (bool, string, error) {
+			envoyEach(m.Kube, ns, clientSel, present, func(d string) (bool, string, error) {
 				return proxydump.EnvoyRouteFrom(d, proxydump.HTTPRouteFrom(ns, name))
 			}), ""
 	case kind == "HTTPRoute" && md == mode.AmbientL7:
 		return fmt.Sprintf("the waypoint's Envoy to %s routes from HTTPRoute %s/%s", verb, ns, name),
-			envoyEach(m.K, ns, LabelGatewayName+"="+fixtures.WaypointName, present, func(d string) (bool, string, error) {
+			envoyEach(m.Kube, ns, LabelGatewayName+"="+fixtures.WaypointName, present, func(d string) (bool, string, error) {
 				return proxydump.EnvoyRouteFrom(d, proxydump.HTTPRouteFrom(ns, name))
 			}), ""
 	case kind == "NetworkPolicy" && r.Env.Config.Provider == "local":
 		np, _ := obj.(*networkingv1.NetworkPolicy)
 		return fmt.Sprintf("kube-router to %s iptables rules for NetworkPolicy %s/%s on the pods it selects", verb, ns, name),
-			kubeRouterRules(m.K, np, present), ""
+			kubeRouterRules(m.Kube, np, present), ""
 	case kind == "NetworkPolicy":
 		return fmt.Sprintf("the CNI to program NetworkPolicy %s/%s", ns, name), nil,
 			"provider " + r.Env.Config.Provider + ": the enforcer's rules are not readable from the test host (only the local provider's kube-router iptables are): documented bounded wait"

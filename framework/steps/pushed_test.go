@@ -28,7 +28,7 @@ func fastTimeouts() config.Timeouts {
 	return t
 }
 
-func runIn(md mode.Mode, provider string, m *Mesh) *spec.Run {
+func runIn(md mode.Mode, provider string, m *spec.Cluster) *spec.Run {
 	env := &spec.Env{Config: &config.Config{Provider: provider, Timeouts: fastTimeouts()}, Cluster: m}
 	return spec.NewRun(&claims.Claim{ID: "test.pushed"}, md, env, nil)
 }
@@ -58,9 +58,9 @@ func TestPushedConditionChoosesTheEnforcer(t *testing.T) {
 		{mode.None, "existing", func(t fixtures.Target) client.Object { return fixtures.NetpolDenyAll(t) }, ""},
 	}
 	for _, c := range cases {
-		r := runIn(c.md, c.provider, &Mesh{})
+		r := runIn(c.md, c.provider, &spec.Cluster{})
 		obj := c.obj(fixtures.Target{Namespace: c.md.Namespace(), Run: "t"})
-		what, cond, bounded := pushedCondition(&Mesh{}, r, obj, true)
+		what, cond, bounded := pushedCondition(&spec.Cluster{}, r, obj, true)
 		switch {
 		case c.want == "" && (cond != nil || !strings.Contains(bounded, "documented bounded wait")):
 			t.Errorf("%s %s on %s: want the bounded wait, got %q (bounded %q)", c.md, kindOf(obj), c.provider, what, bounded)
@@ -111,7 +111,7 @@ func TestAwaitAppliedNetworkPolicyOnKubeRouter(t *testing.T) {
 		return &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 			Spec: networkingv1.NetworkPolicySpec{PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{fixtures.LabelApp: fixtures.EchoName}}, PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}}}
 	}
-	r := runIn(mode.None, "local", &Mesh{K: k})
+	r := runIn(mode.None, "local", &spec.Cluster{Kube: k})
 	if err := AwaitApplied(ctx, r, policy("echo-app-port-only")); err != nil {
 		t.Fatal(err)
 	}

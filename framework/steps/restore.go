@@ -88,13 +88,13 @@ func (c Restored) ok(outcome string) bool { return slices.Contains(c.Want, outco
 // WaitRestored polls c's probe until it shows the restored behaviour or
 // Timeouts.PolicyRestore passes; the error names the last outcome seen.
 func WaitRestored(ctx context.Context, r *spec.Run, c Restored) error {
-	m, err := Of(r)
+	m, err := ClusterOf(r)
 	if err != nil {
 		return err
 	}
 	timeout := r.Env.Config.Timeouts.PolicyRestore
 	if c.EchoReady {
-		if err := m.K.WaitAvailable(ctx, r.Namespace(), timeout, fixtures.EchoName); err != nil {
+		if err := m.Kube.WaitAvailable(ctx, r.Namespace(), timeout, fixtures.EchoName); err != nil {
 			return fmt.Errorf("after removing the policy: %w", err)
 		}
 	}
@@ -118,7 +118,7 @@ func WaitRestored(ctx context.Context, r *spec.Run, c Restored) error {
 			}
 			url = u
 		}
-		res, err := probe.From(ctx, m.K, from, url, r.Env.Config.Timeouts.Probe)
+		res, err := probe.From(ctx, m.Kube, from, url, r.Env.Config.Timeouts.Probe)
 		return res, from.Selector + " -> " + url, err
 	})
 	if err != nil {

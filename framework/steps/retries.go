@@ -77,11 +77,11 @@ func EnvoyStat(text, name string) (value uint64, found bool, err error) {
 // RetryCounts reads p's retry counter on each of its pods in ns (pod name ->
 // count). A pod without the counter is an error that says why it can lack it.
 func RetryCounts(ctx context.Context, r *spec.Run, p RetryProxy) (map[string]uint64, error) {
-	m, err := Of(r)
+	m, err := ClusterOf(r)
 	if err != nil {
 		return nil, err
 	}
-	pods, err := m.K.ReadyPods(ctx, r.Namespace(), p.Selector)
+	pods, err := m.Kube.ReadyPods(ctx, r.Namespace(), p.Selector)
 	if err != nil {
 		return nil, err
 	}
@@ -91,7 +91,7 @@ func RetryCounts(ctx context.Context, r *spec.Run, p RetryProxy) (map[string]uin
 	path := "/stats?filter=" + url.QueryEscape(regexp.QuoteMeta(fixtures.RetryCounterSuffix))
 	out := map[string]uint64{}
 	for _, pod := range pods {
-		text, err := m.K.AdminGet(ctx, r.Namespace(), pod.Name, path)
+		text, err := m.Kube.AdminGet(ctx, r.Namespace(), pod.Name, path)
 		if err != nil {
 			return nil, err
 		}

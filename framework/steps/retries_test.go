@@ -127,7 +127,7 @@ func TestDuplicatesJudgedOnlyWithRetries(t *testing.T) {
 	}
 	c := reg.MustGet("retry.no-duplicates")
 	p, _ := RetryProxyOf(mode.Sidecar, mode.Sidecar.Namespace())
-	dupes := verdict.Measured{Count: verdict.Int64(0), Total: verdict.Int64(9135)}
+	dupes := verdict.Measurement{Count: verdict.Int64(0), Total: verdict.Int64(9135)}
 	pod := "order-client-6c7d8f9b5-k2m4p"
 	if v := verdict.Judge(c, mode.Sidecar, dupes); v.Result != verdict.Reproduced {
 		t.Fatalf("baseline: today's judgement %s", v.Result)

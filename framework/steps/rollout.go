@@ -40,8 +40,8 @@ func (x *RolloutResult) Count503() int64 {
 	return x.Load.Result.RetCodes[http.StatusServiceUnavailable]
 }
 
-// Measured is the run as a rate measurement, with cycles and errors per cycle.
-func (x *RolloutResult) Measured() verdict.Measured {
+// Measurement is the run as a rate measurement, with cycles and errors per cycle.
+func (x *RolloutResult) Measurement() verdict.Measurement {
 	m := Rates(x.Load, http.StatusServiceUnavailable)
 	m.Extra["cycles"] = float64(len(x.Cycles))
 	if pc, err := stats.ErrorsPerCycle(x.Count503()+x.Load.SocketErrors(), len(x.Cycles)); err == nil {
@@ -55,7 +55,7 @@ func (x *RolloutResult) Measured() verdict.Measured {
 	return m
 }
 
-var rollouts memo[*RolloutResult]
+var rollouts sharedMeasurement[*RolloutResult]
 
 // RolloutLoad is GUIDE T1 in mode m as the claim's setup states it (100 qps,
 // 16 keep-alive connections, 600 s, scaled), -allow-initial-errors, while
@@ -74,7 +74,7 @@ func RolloutLoad(ctx context.Context, r *spec.Run, m mode.Mode, h fixtures.Harde
 	s.LogErrors = true
 	key := fmt.Sprintf("%s/%s/%+v/%g/%d/%s", r.Env.Config.RunID, m, h, s.QPS, s.Connections, s.Duration)
 	return rollouts.get(r, key, func() (*RolloutResult, error) {
-		mesh, err := Of(r)
+		mesh, err := ClusterOf(r)
 		if err != nil {
 			return nil, err
 		}
@@ -87,7 +87,7 @@ func RolloutLoad(ctx context.Context, r *spec.Run, m mode.Mode, h fixtures.Harde
 			return nil, err
 		}
 		r.SetSetup("%s, restart loop with %s limit; hardening %+v", DescribeLoad(r, s), r.Env.Config.Timeouts.RolloutComplete, h)
-		if err := mesh.K.CheckWrite(ctx); err != nil {
+		if err := mesh.Kube.CheckWrite(ctx); err != nil {
 			return nil, err
 		}
 		driver, err := NewDeploymentDriver(mesh, m.Namespace(), fixtures.EchoName)
@@ -150,7 +150,7 @@ func underLoad(ctx context.Context, r *spec.Run, c probe.Client, name string, s 
 // harden patches mode m's echo with h for the rest of the spec and waits
 // for the rollout; the unhardened echo is restored afterwards.
 func harden(ctx context.Context, r *spec.Run, m mode.Mode, h fixtures.Hardening) error {
-	mesh, err := Of(r)
+	mesh, err := ClusterOf(r)
 	if err != nil {
 		return err
 	}
@@ -163,27 +163,27 @@ func harden(ctx context.Context, r *spec.Run, m mode.Mode, h fixtures.Hardening)
 		if err := mesh.Applier.Apply(ctx, fixtures.Echo(t, o.Images, o.EchoReplicas)); err != nil {
 			return err
 		}
-		if err := mesh.K.WaitAvailable(ctx, t.Namespace, r.Env.Config.Timeouts.WorkloadsReady, fixtures.EchoName); err != nil {
+		if err := mesh.Kube.WaitAvailable(ctx, t.Namespace, r.Env.Config.Timeouts.WorkloadsReady, fixtures.EchoName); err != nil {
 			return err
 		}
-		return mesh.K.WaitQuiet(ctx, t.Namespace, fixtures.EchoName, r.Env.Config.Timeouts.Quiet)
+		return mesh.Kube.WaitQuiet(ctx, t.Namespace, fixtures.EchoName, r.Env.Config.Timeouts.Quiet)
 	})
 	r.Logf("echo hardened: %+v", h)
-	return mesh.K.WaitAvailable(ctx, t.Namespace, r.Env.Config.Timeouts.WorkloadsReady, fixtures.EchoName)
+	return mesh.Kube.WaitAvailable(ctx, t.Namespace, r.Env.Config.Timeouts.WorkloadsReady, fixtures.EchoName)
 }
 
 // OrdersDuringRollout is GUIDE T2: reset the collector, let order-client send
 // 20 POST/s for the claim's setup duration (300 s, scaled) while
 // deployment/order restarts in a loop, then count sent, failed and
 // duplicate executions.
-func OrdersDuringRollout(ctx context.Context, r *spec.Run) (verdict.Measured, error) {
+func OrdersDuringRollout(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
 	documented, err := time.ParseDuration(r.Claim.Setup.Duration)
 	if err != nil || documented <= 0 {
-		return verdict.Measured{}, fmt.Errorf("claim %s: its registry setup states no duration (%q), so T2 has no length", r.Claim.ID, r.Claim.Setup.Duration)
+		return verdict.Measurement{}, fmt.Errorf("claim %s: its registry setup states no duration (%q), so T2 has no length", r.Claim.ID, r.Claim.Setup.Duration)
 	}
-	mesh, err := Of(r)
+	mesh, err := ClusterOf(r)
 	if err != nil {
-		return verdict.Measured{}, err
+		return verdict.Measurement{}, err
 	}
 	ns := r.Namespace()
 	coll := probe.Client{Namespace: ns, Selector: fixtures.LabelApp + "=" + fixtures.CollectorName, Port: fixtures.CollectorPort}
@@ -192,20 +192,20 @@ func OrdersDuringRollout(ctx context.Context, r *spec.Run) (verdict.Measured, er
 		return podCall(ctx, r, c, method, path, nil, time.Minute, method == http.MethodGet, out)
 	}
 	if err := call(coll, http.MethodPost, "/reset", nil); err != nil {
-		return verdict.Measured{}, err
+		return verdict.Measurement{}, err
 	}
 	// order-client is deployed with 0 replicas (it sends from its first
 	// second): start it only now that the collector is reset, stop it after.
 	if err := scale(ctx, mesh, ns, fixtures.OrderClientName, 1); err != nil {
-		return verdict.Measured{}, err
+		return verdict.Measurement{}, err
 	}
 	r.Defer(func(ctx context.Context) error { return scale(ctx, mesh, ns, fixtures.OrderClientName, 0) })
-	if err := mesh.K.WaitAvailable(ctx, ns, r.Env.Config.Timeouts.WorkloadsReady, fixtures.OrderClientName); err != nil {
-		return verdict.Measured{}, err
+	if err := mesh.Kube.WaitAvailable(ctx, ns, r.Env.Config.Timeouts.WorkloadsReady, fixtures.OrderClientName); err != nil {
+		return verdict.Measurement{}, err
 	}
 	var before orderclient.Stats
 	if err := call(oc, http.MethodGet, "/stats", &before); err != nil {
-		return verdict.Measured{}, err
+		return verdict.Measurement{}, err
 	}
 	// The retrying proxy's counter, before and after: without a retry,
 	// zero duplicates is no evidence (NoRetries).
@@ -213,14 +213,14 @@ func OrdersDuringRollout(ctx context.Context, r *spec.Run) (verdict.Measured, er
 	var retriesBefore map[string]uint64
 	if noProxy == nil {
 		if retriesBefore, err = RetryCounts(ctx, r, proxy); err != nil {
-			return verdict.Measured{}, err
+			return verdict.Measurement{}, err
 		}
 	}
 	dur := r.Env.Config.Scale(documented, 30*time.Second)
 	r.SetSetup("order-client 20 POST/s for %s while order restarts (documented: %s); collector reset first", dur, documented)
 	driver, err := NewDeploymentDriver(mesh, ns, fixtures.OrderName)
 	if err != nil {
-		return verdict.Measured{}, err
+		return verdict.Measurement{}, err
 	}
 	start := time.Now()
 	cycles, lerr := rollout.Run(ctx, driver, start.Add(dur), r.Env.Config.Timeouts.RolloutComplete, func(c rollout.Cycle) {
@@ -232,11 +232,11 @@ func OrdersDuringRollout(ctx context.Context, r *spec.Run) (verdict.Measured, er
 	time.Sleep(5 * time.Second) // let in-flight orders (3 s client timeout) finish
 	var after orderclient.Stats
 	if err := call(oc, http.MethodGet, "/stats", &after); err != nil {
-		return verdict.Measured{}, err
+		return verdict.Measurement{}, err
 	}
 	var dupes collector.Dupes
 	if err := call(coll, http.MethodGet, "/dupes", &dupes); err != nil {
-		return verdict.Measured{}, err
+		return verdict.Measurement{}, err
 	}
 	sent := after.Sent - before.Sent
 	failed := after.Failed - before.Failed
@@ -244,18 +244,18 @@ func OrdersDuringRollout(ctx context.Context, r *spec.Run) (verdict.Measured, er
 	for cause, n := range after.FailuresByCause {
 		extra["failures_"+cause] = float64(n - before.FailuresByCause[cause])
 	}
-	got := verdict.Measured{Count: verdict.Int64(int64(dupes.DupeCount)), Total: verdict.Int64(sent), Extra: extra}
+	got := verdict.Measurement{Count: verdict.Int64(int64(dupes.DupeCount)), Total: verdict.Int64(sent), Extra: extra}
 	if noProxy != nil {
 		got.Unmet = "retries: " + noProxy.Error()
 		return got, nil
 	}
 	retriesAfter, err := RetryCounts(ctx, r, proxy)
 	if err != nil {
-		return verdict.Measured{}, err
+		return verdict.Measurement{}, err
 	}
 	got, err = WithRetries(got, proxy, retriesBefore, retriesAfter)
 	if err != nil {
-		return verdict.Measured{}, err
+		return verdict.Measurement{}, err
 	}
 	r.Logf("%s: %v retries on %s during the run (pods %v -> %v)", proxy.What, got.Extra["proxy_retries"], proxy.Cluster, retriesBefore, retriesAfter)
 	return got, nil
@@ -265,10 +265,10 @@ func OrdersDuringRollout(ctx context.Context, r *spec.Run) (verdict.Measured, er
 // count: the retries made in between (Extra proxy_retries) and, when there
 // were none, Unmet, so the verdict is inconclusive instead of a zero that
 // nothing could have made non-zero.
-func WithRetries(got verdict.Measured, p RetryProxy, before, after map[string]uint64) (verdict.Measured, error) {
+func WithRetries(got verdict.Measurement, p RetryProxy, before, after map[string]uint64) (verdict.Measurement, error) {
 	retries, lost, err := RetryDelta(before, after)
 	if err != nil {
-		return verdict.Measured{}, err
+		return verdict.Measurement{}, err
 	}
 	if got.Extra == nil {
 		got.Extra = map[string]float64{}
@@ -280,10 +280,10 @@ func WithRetries(got verdict.Measured, p RetryProxy, before, after map[string]ui
 }
 
 // scale sets a Deployment's replicas (a guarded write).
-func scale(ctx context.Context, m *Mesh, ns, name string, replicas int32) error {
+func scale(ctx context.Context, m *spec.Cluster, ns, name string, replicas int32) error {
 	return m.Applier.Phase(ctx, fmt.Sprintf("scale %s/%s to %d", ns, name, replicas), func(ctx context.Context) error {
 		patch := fmt.Sprintf(`{"spec":{"replicas":%d}}`, replicas)
-		_, err := m.K.Client.AppsV1().Deployments(ns).Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+		_, err := m.Kube.Client.AppsV1().Deployments(ns).Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
 		return err
 	})
 }
@@ -292,15 +292,15 @@ func scale(ctx context.Context, m *Mesh, ns, name string, replicas int32) error 
 // how many dead sockets fortio silently retried) so far, from the client's
 // log; 503s only appear in the result at the end.
 func progressTally(ctx context.Context, r *spec.Run, c probe.Client, start time.Time) func() string {
-	m, err := Of(r)
+	m, err := ClusterOf(r)
 	if err != nil {
 		return func() string { return "errors so far unknown" }
 	}
-	pod, err := m.K.OneReadyPod(ctx, c.Namespace, c.Selector)
+	pod, err := m.Kube.OneReadyPod(ctx, c.Namespace, c.Selector)
 	if err != nil {
 		return func() string { return "errors so far unknown" }
 	}
-	src := load.PodLogs{Client: m.K.Client, Namespace: c.Namespace, Pod: pod.Name}
+	src := load.PodLogs{Client: m.Kube.Client, Namespace: c.Namespace, Pod: pod.Name}
 	return func() string {
 		text, err := src.Logs(ctx, start, time.Now())
 		if err != nil {

@@ -31,15 +31,15 @@ func EchoURLOf(m mode.Mode) string {
 // RunName names the i-th repeat of a load ("none-run1").
 func RunName(what string, i int) string { return fmt.Sprintf("%s-run%d", what, i+1) }
 
-// memo runs each shared measurement once per run and mode: GUIDE measured
+// sharedMeasurement runs each shared measurement once per run and mode: GUIDE measured
 // percentiles, all-ok and the overhead from the same requests, and the
 // ambient-l7/sidecar ratio from the same rollout runs as rollout.baseline.
-type memo[T any] struct {
+type sharedMeasurement[T any] struct {
 	mu   sync.Mutex
-	done map[string]memoEntry[T]
+	done map[string]sharedMeasurementEntry[T]
 }
 
-type memoEntry[T any] struct {
+type sharedMeasurementEntry[T any] struct {
 	v     T
 	err   error
 	raw   []string // raw results the first run saved
@@ -49,11 +49,11 @@ type memoEntry[T any] struct {
 // get runs f once per key. A later spec that reuses the result also lists
 // the raw results and setup, so its report row points at the data it was
 // judged on.
-func (m *memo[T]) get(r *spec.Run, key string, f func() (T, error)) (T, error) {
+func (m *sharedMeasurement[T]) get(r *spec.Run, key string, f func() (T, error)) (T, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.done == nil {
-		m.done = map[string]memoEntry[T]{}
+		m.done = map[string]sharedMeasurementEntry[T]{}
 	}
 	if e, ok := m.done[key]; ok {
 		r.Reuse(e.raw, e.setup)
@@ -61,11 +61,11 @@ func (m *memo[T]) get(r *spec.Run, key string, f func() (T, error)) (T, error) {
 	}
 	before := len(r.Raw())
 	v, err := f()
-	m.done[key] = memoEntry[T]{v: v, err: err, raw: append([]string(nil), r.Raw()[before:]...), setup: r.Setup()}
+	m.done[key] = sharedMeasurementEntry[T]{v: v, err: err, raw: append([]string(nil), r.Raw()[before:]...), setup: r.Setup()}
 	return v, err
 }
 
-var steady memo[*load.Run]
+var steady sharedMeasurement[*load.Run]
 
 // SteadyLoad is GUIDE T5's load in mode m as the claim's setup states it
 // (200 qps, 16 connections, 60 s, never below SteadyFloor), run once per run,
@@ -129,11 +129,11 @@ func BucketWidthMs(run *load.Run, p float64) float64 {
 
 // Repeat runs one measurement -repeats times; Value is the mean and Runs the
 // per-run values, so the verdict uses their t interval (REVIEW: report spread).
-func Repeat(ctx context.Context, r *spec.Run, f func(ctx context.Context, i int) (float64, map[string]float64, error)) (verdict.Measured, error) {
+func Repeat(ctx context.Context, r *spec.Run, f func(ctx context.Context, i int) (float64, map[string]float64, error)) (verdict.Measurement, error) {
 	// Every repeated measurement compares echo in the no-mesh baseline with
 	// echo in this mode: both must be steady first.
 	if err := Quiesce(ctx, r, mode.None, r.Mode); err != nil {
-		return verdict.Measured{}, err
+		return verdict.Measurement{}, err
 	}
 	n := r.Env.Config.Repeats
 	var vals []float64
@@ -141,7 +141,7 @@ func Repeat(ctx context.Context, r *spec.Run, f func(ctx context.Context, i int)
 	for i := 0; i < n; i++ {
 		v, ex, err := f(ctx, i)
 		if err != nil {
-			return verdict.Measured{}, err
+			return verdict.Measurement{}, err
 		}
 		vals = append(vals, v)
 		for k, x := range ex {
@@ -151,9 +151,9 @@ func Repeat(ctx context.Context, r *spec.Run, f func(ctx context.Context, i int)
 	}
 	s, err := stats.Summarize(vals, verdict.Confidence)
 	if err != nil {
-		return verdict.Measured{}, err
+		return verdict.Measurement{}, err
 	}
-	m := verdict.Measured{Value: verdict.Float64(s.Mean), Extra: extra}
+	m := verdict.Measurement{Value: verdict.Float64(s.Mean), Extra: extra}
 	if n > 1 {
 		m.Runs = vals
 		extra["rel_spread"] = s.RelSpread
@@ -166,13 +166,13 @@ func Repeat(ctx context.Context, r *spec.Run, f func(ctx context.Context, i int)
 // gives the proxies a moment to program it: every load measures steady
 // state, whatever spec ran before it.
 func Quiesce(ctx context.Context, r *spec.Run, modes ...mode.Mode) error {
-	m, err := Of(r)
+	m, err := ClusterOf(r)
 	if err != nil {
 		return err
 	}
 	for _, md := range modes {
 		r.Touch(md.Namespace())
-		if err := m.K.WaitQuiet(ctx, md.Namespace(), fixtures.EchoName, r.Env.Config.Timeouts.Quiet); err != nil {
+		if err := m.Kube.WaitQuiet(ctx, md.Namespace(), fixtures.EchoName, r.Env.Config.Timeouts.Quiet); err != nil {
 			return err
 		}
 	}

@@ -26,7 +26,7 @@ func TestMemoSharesRawAndSetup(t *testing.T) {
 	env := &spec.Env{Results: d}
 	first := spec.NewRun(reg.MustGet("latency.all-ok"), mode.None, env, nil)
 	second := spec.NewRun(reg.MustGet("latency.percentiles"), mode.None, env, nil)
-	var m memo[int]
+	var m sharedMeasurement[int]
 	calls := 0
 	f := func(r *spec.Run) func() (int, error) {
 		return func() (int, error) {

@@ -30,17 +30,17 @@ const readinessAttempt = 200 * time.Millisecond
 // no extra Services, then with N extra (N = 10,000 x -duration-scale, at
 // least 100). Value is the median with none and At the median with N: the
 // verdict judges the growth between them (at HYBRID's 10,000 only).
-func ServiceReadiness(ctx context.Context, r *spec.Run) (verdict.Measured, error) {
-	m, err := Of(r)
+func ServiceReadiness(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
+	m, err := ClusterOf(r)
 	if err != nil {
-		return verdict.Measured{}, err
+		return verdict.Measurement{}, err
 	}
 	t := Target(r)
 	extra := max(100, int(10000*r.Env.Config.DurationScale))
 	r.SetSetup("%d Services timed with 0 and with %d extra Services (documented: 0 and 10,000)", ServiceTrials, extra)
 	quiet, err := timeServices(ctx, r, t, "svc-quiet")
 	if err != nil {
-		return verdict.Measured{}, err
+		return verdict.Measurement{}, err
 	}
 	r.Logf("creating %d extra Services", extra)
 	var made []*corev1.Service
@@ -48,7 +48,7 @@ func ServiceReadiness(ctx context.Context, r *spec.Run) (verdict.Measured, error
 		s := fixtures.WorkloadService(t, fmt.Sprintf("filler-%05d", i), fixtures.EchoHTTPPort)
 		s.Spec.Selector = map[string]string{fixtures.LabelApp: "nothing-selects-this"}
 		if err := m.Applier.Apply(ctx, s); err != nil {
-			return verdict.Measured{}, err
+			return verdict.Measurement{}, err
 		}
 		made = append(made, s)
 		if (i+1)%500 == 0 {
@@ -62,17 +62,17 @@ func ServiceReadiness(ctx context.Context, r *spec.Run) (verdict.Measured, error
 	}()
 	loaded, err := timeServices(ctx, r, t, "svc-loaded")
 	if err != nil {
-		return verdict.Measured{}, err
+		return verdict.Measurement{}, err
 	}
 	q, err := stats.Percentile(quiet, 50)
 	if err != nil {
-		return verdict.Measured{}, err
+		return verdict.Measurement{}, err
 	}
 	l, err := stats.Percentile(loaded, 50)
 	if err != nil {
-		return verdict.Measured{}, err
+		return verdict.Measurement{}, err
 	}
-	return verdict.Measured{Value: verdict.Float64(q), At: &claims.AtScale{Services: int64(extra), Value: l}, Extra: map[string]float64{
+	return verdict.Measurement{Value: verdict.Float64(q), At: &claims.AtScale{Services: int64(extra), Value: l}, Extra: map[string]float64{
 		"median_s_with_0": q, fmt.Sprintf("median_s_with_%d", extra): l, "extra_services": float64(extra),
 	}}, nil
 }
@@ -82,12 +82,12 @@ func ServiceReadiness(ctx context.Context, r *spec.Run) (verdict.Measured, error
 // port-forward is opened first and the polling runs inside the client pod, so
 // the time is create call + in-pod wait, with no port-forward set-up in it.
 func timeServices(ctx context.Context, r *spec.Run, t fixtures.Target, prefix string) ([]float64, error) {
-	m, err := Of(r)
+	m, err := ClusterOf(r)
 	if err != nil {
 		return nil, err
 	}
 	var out []float64
-	err = probe.Forward(ctx, m.K, InMesh(r), func(base string) error {
+	err = probe.Forward(ctx, m.Kube, InMesh(r), func(base string) error {
 		for i := 0; i < ServiceTrials; i++ {
 			s := fixtures.WorkloadService(t, fmt.Sprintf("%s-%d", prefix, i), fixtures.EchoHTTPPort)
 			s.Spec.Selector = map[string]string{fixtures.LabelApp: fixtures.EchoName}
@@ -96,7 +96,7 @@ func timeServices(ctx context.Context, r *spec.Run, t fixtures.Target, prefix st
 				return err
 			}
 			created := time.Now()
-			got, err := m.K.Client.CoreV1().Services(t.Namespace).Get(ctx, s.Name, metav1.GetOptions{})
+			got, err := m.Kube.Client.CoreV1().Services(t.Namespace).Get(ctx, s.Name, metav1.GetOptions{})
 			if err != nil {
 				return err
 			}

@@ -25,34 +25,34 @@ const SplitRequests = 200
 // ready canary pods. Every call must be answered by v1 or v2: a failed call,
 // an answer from neither, or fewer answers than calls is a broken
 // measurement, not a share, since dropping them would bias it.
-func Split(ctx context.Context, r *spec.Run, c probe.Client, url string, s fixtures.Split) (verdict.Measured, error) {
-	m, err := Of(r)
+func Split(ctx context.Context, r *spec.Run, c probe.Client, url string, s fixtures.Split) (verdict.Measurement, error) {
+	m, err := ClusterOf(r)
 	if err != nil {
-		return verdict.Measured{}, err
+		return verdict.Measurement{}, err
 	}
 	pods := map[string]int{}
 	for _, v := range []string{fixtures.CanaryV1, fixtures.CanaryV2} {
-		ready, err := m.K.ReadyPods(ctx, r.Namespace(), fixtures.LabelApp+"="+fixtures.CanaryName+","+fixtures.LabelVersion+"="+v)
+		ready, err := m.Kube.ReadyPods(ctx, r.Namespace(), fixtures.LabelApp+"="+fixtures.CanaryName+","+fixtures.LabelVersion+"="+v)
 		if err != nil {
-			return verdict.Measured{}, err
+			return verdict.Measurement{}, err
 		}
 		pods[v] = len(ready)
 	}
 	var results []probe.Result
-	err = probe.Forward(ctx, m.K, c, func(base string) (err error) {
+	err = probe.Forward(ctx, m.Kube, c, func(base string) (err error) {
 		results, err = probe.ManyVia(ctx, base, url, SplitRequests, r.Env.Config.Timeouts.Probe)
 		return err
 	})
 	if err != nil {
-		return verdict.Measured{}, err
+		return verdict.Measurement{}, err
 	}
 	tally, err := CountSplit(results, SplitRequests)
 	if err != nil {
-		return verdict.Measured{}, fmt.Errorf("split calls to %s: %w", url, err)
+		return verdict.Measurement{}, fmt.Errorf("split calls to %s: %w", url, err)
 	}
 	got, err := JudgeSplit(tally.V1, tally.V2, s, pods[fixtures.CanaryV1], pods[fixtures.CanaryV2])
 	if err != nil {
-		return verdict.Measured{}, fmt.Errorf("%d calls to %s: %w", len(results), url, err)
+		return verdict.Measurement{}, fmt.Errorf("%d calls to %s: %w", len(results), url, err)
 	}
 	r.Logf("split: %s", got.Detail)
 	return got, nil
@@ -150,25 +150,25 @@ const (
 //   - not honoured: it contains the replica share and excludes the weight;
 //   - inconclusive (empty Outcome): it contains both (too few answers) or
 //     neither (something else decided the share).
-func JudgeSplit(v1, v2 int64, s fixtures.Split, podsV1, podsV2 int) (verdict.Measured, error) {
+func JudgeSplit(v1, v2 int64, s fixtures.Split, podsV1, podsV2 int) (verdict.Measurement, error) {
 	if err := s.Validate(); err != nil {
-		return verdict.Measured{}, err
+		return verdict.Measurement{}, err
 	}
 	if podsV1 < 1 || podsV2 < 1 {
-		return verdict.Measured{}, fmt.Errorf("ready canary pods v1=%d v2=%d; a split needs at least one of each", podsV1, podsV2)
+		return verdict.Measurement{}, fmt.Errorf("ready canary pods v1=%d v2=%d; a split needs at least one of each", podsV1, podsV2)
 	}
 	weight := float64(s.V2) / float64(s.V1+s.V2)
 	replica := float64(podsV2) / float64(podsV1+podsV2)
 	if weight == replica {
-		return verdict.Measured{}, fmt.Errorf("configured weight %.0f%% equals the replica share (%d:%d pods): honoured and ignored look the same", weight*100, podsV1, podsV2)
+		return verdict.Measurement{}, fmt.Errorf("configured weight %.0f%% equals the replica share (%d:%d pods): honoured and ignored look the same", weight*100, podsV1, podsV2)
 	}
 	n := v1 + v2
 	if n == 0 {
-		return verdict.Measured{}, fmt.Errorf("no answer came from %s or %s", fixtures.CanaryV1Name, fixtures.CanaryV2Name)
+		return verdict.Measurement{}, fmt.Errorf("no answer came from %s or %s", fixtures.CanaryV1Name, fixtures.CanaryV2Name)
 	}
 	share, err := stats.Wilson(v2, n, verdict.Confidence)
 	if err != nil {
-		return verdict.Measured{}, err
+		return verdict.Measurement{}, err
 	}
 	hasW, hasR := share.CI.Contains(weight), share.CI.Contains(replica)
 	out, why := "", ""
@@ -182,7 +182,7 @@ func JudgeSplit(v1, v2 int64, s fixtures.Split, podsV1, podsV2 int) (verdict.Mea
 	default:
 		why = "inconclusive: the interval contains neither the weight nor the replica share; "
 	}
-	return verdict.Measured{Outcome: out, Count: verdict.Int64(v2), Total: verdict.Int64(n),
+	return verdict.Measurement{Outcome: out, Count: verdict.Int64(v2), Total: verdict.Int64(n),
 		Detail: fmt.Sprintf("%sv2 share %s (configured %.0f%%, replica share %.0f%% of %d:%d pods)", why, share, weight*100, replica*100, podsV1, podsV2)}, nil
 }
 
@@ -191,14 +191,14 @@ func JudgeSplit(v1, v2 int64, s fixtures.Split, podsV1, podsV2 int) (verdict.Mea
 // Deployment and that has rolled out. The Deployment appears some time after
 // the Gateway is applied, so a first NotFound is waited through.
 func IngressURL(ctx context.Context, r *spec.Run, path string) (string, error) {
-	m, err := Of(r)
+	m, err := ClusterOf(r)
 	if err != nil {
 		return "", err
 	}
-	if err := m.K.WaitCreatedAvailable(ctx, r.Namespace(), r.Env.Config.Timeouts.GatewayReady, fixtures.IngressServiceName); err != nil {
+	if err := m.Kube.WaitCreatedAvailable(ctx, r.Namespace(), r.Env.Config.Timeouts.GatewayReady, fixtures.IngressServiceName); err != nil {
 		return "", err
 	}
-	svc, err := m.K.Client.CoreV1().Services(r.Namespace()).Get(ctx, fixtures.IngressServiceName, metav1.GetOptions{})
+	svc, err := m.Kube.Client.CoreV1().Services(r.Namespace()).Get(ctx, fixtures.IngressServiceName, metav1.GetOptions{})
 	if err != nil {
 		return "", err
 	}

@@ -13,30 +13,20 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/meshclaims/meshclaims/fixtures"
-	"github.com/meshclaims/meshclaims/framework/apply"
-	"github.com/meshclaims/meshclaims/framework/kube"
 	"github.com/meshclaims/meshclaims/framework/probe"
 	"github.com/meshclaims/meshclaims/framework/spec"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
 
-// Mesh is what the suite's set-up hands every spec (spec.Env.Cluster).
-type Mesh struct {
-	K       *kube.Cluster
-	Applier *apply.Applier
-	// Options are the fixture options the set-up deployed with; specs that
-	// re-apply a base object (hardening) use the same ones.
-	Options fixtures.Options
-}
-
-// Of returns the Mesh of a run, or an error if the set-up did not provide one.
-func Of(r *spec.Run) (*Mesh, error) {
+// ClusterOf returns the cluster handle of a run, or an error if the
+// set-up did not provide one.
+func ClusterOf(r *spec.Run) (*spec.Cluster, error) {
 	if r.Env == nil {
 		return nil, errors.New("no suite environment: the suite's set-up did not run")
 	}
-	m, ok := r.Env.Cluster.(*Mesh)
-	if !ok || m == nil || m.K == nil {
-		return nil, fmt.Errorf("the suite's set-up provided no cluster (got %T)", r.Env.Cluster)
+	m := r.Env.Cluster
+	if m == nil || m.Kube == nil {
+		return nil, errors.New("the suite's set-up provided no cluster")
 	}
 	return m, nil
 }
@@ -51,7 +41,7 @@ func Target(r *spec.Run) fixtures.Target {
 // probe shows their effect gone (RestoredAfterDelete), so one claim's policy
 // never leaks into the next claim's measurement.
 func Apply(ctx context.Context, r *spec.Run, objs ...client.Object) error {
-	m, err := Of(r)
+	m, err := ClusterOf(r)
 	if err != nil {
 		return err
 	}
@@ -99,11 +89,11 @@ func EchoURL(r *spec.Run) string {
 // EchoPodURL is one ready echo pod's IP on the app port: what GUIDE's
 // plaintext client called, bypassing the Service.
 func EchoPodURL(ctx context.Context, r *spec.Run, port int) (string, error) {
-	m, err := Of(r)
+	m, err := ClusterOf(r)
 	if err != nil {
 		return "", err
 	}
-	pod, err := m.K.OneReadyPod(ctx, r.Namespace(), fixtures.LabelApp+"="+fixtures.EchoName)
+	pod, err := m.Kube.OneReadyPod(ctx, r.Namespace(), fixtures.LabelApp+"="+fixtures.EchoName)
 	if err != nil {
 		return "", err
 	}
@@ -112,11 +102,11 @@ func EchoPodURL(ctx context.Context, r *spec.Run, port int) (string, error) {
 
 // Probe makes one request from client c to url inside the cluster.
 func Probe(ctx context.Context, r *spec.Run, c probe.Client, url string) (probe.Result, error) {
-	m, err := Of(r)
+	m, err := ClusterOf(r)
 	if err != nil {
 		return probe.Result{}, err
 	}
-	res, err := probe.From(ctx, m.K, c, url, r.Env.Config.Timeouts.Probe)
+	res, err := probe.From(ctx, m.Kube, c, url, r.Env.Config.Timeouts.Probe)
 	if err != nil {
 		return res, err
 	}
@@ -125,10 +115,10 @@ func Probe(ctx context.Context, r *spec.Run, c probe.Client, url string) (probe.
 }
 
 // ProbeOutcome is Probe as a measurement.
-func ProbeOutcome(ctx context.Context, r *spec.Run, c probe.Client, url string) (verdict.Measured, error) {
+func ProbeOutcome(ctx context.Context, r *spec.Run, c probe.Client, url string) (verdict.Measurement, error) {
 	res, err := Probe(ctx, r, c, url)
 	if err != nil {
-		return verdict.Measured{}, err
+		return verdict.Measurement{}, err
 	}
-	return verdict.Measured{Outcome: res.Outcome, Detail: res.Detail}, nil
+	return verdict.Measurement{Outcome: res.Outcome, Detail: res.Detail}, nil
 }

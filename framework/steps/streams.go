@@ -28,11 +28,11 @@ func clientGet(ctx context.Context, r *spec.Run, c probe.Client, path string, q 
 // order-client) over a port-forward; out may be nil. With keep, the answer
 // is saved among the run's raw results.
 func podCall(ctx context.Context, r *spec.Run, c probe.Client, method, path string, q url.Values, timeout time.Duration, keep bool, out any) error {
-	m, err := Of(r)
+	m, err := ClusterOf(r)
 	if err != nil {
 		return err
 	}
-	return probe.Forward(ctx, m.K, c, func(base string) error {
+	return probe.Forward(ctx, m.Kube, c, func(base string) error {
 		ctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
 		u := base + path

@@ -12,7 +12,7 @@ import (
 // WithoutStrict removes the namespace's STRICT PeerAuthentication for the
 // rest of the spec (PERMISSIVE, Istio's default) and puts it back after.
 func WithoutStrict(ctx context.Context, r *spec.Run) error {
-	m, err := Of(r)
+	m, err := ClusterOf(r)
 	if err != nil {
 		return err
 	}

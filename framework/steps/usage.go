@@ -102,13 +102,13 @@ func TallyProxies(m mode.Mode, ns string, summaries []summary, pods map[string]*
 // proxies, from each node's kubelet summary API: sidecars of the mode's
 // namespace, its waypoint, and the ztunnels (ProxyKind).
 func ProxyUsage(ctx context.Context, r *spec.Run) (map[string]float64, error) {
-	m, err := Of(r)
+	m, err := ClusterOf(r)
 	if err != nil {
 		return nil, err
 	}
 	pods := map[string]*corev1.Pod{}
 	for _, ns := range []string{r.Namespace(), IstioNamespace} {
-		list, err := m.K.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		list, err := m.Kube.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return nil, fmt.Errorf("pods of %s: %w", ns, err)
 		}
@@ -117,13 +117,13 @@ func ProxyUsage(ctx context.Context, r *spec.Run) (map[string]float64, error) {
 			pods[p.Namespace+"/"+p.Name] = p
 		}
 	}
-	nodes, err := m.K.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	nodes, err := m.Kube.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, err
 	}
 	var summaries []summary
 	for _, n := range nodes.Items {
-		raw, err := m.K.Client.CoreV1().RESTClient().Get().Resource("nodes").Name(n.Name).SubResource("proxy", "stats", "summary").DoRaw(ctx)
+		raw, err := m.Kube.Client.CoreV1().RESTClient().Get().Resource("nodes").Name(n.Name).SubResource("proxy", "stats", "summary").DoRaw(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("kubelet summary of node %s: %w", n.Name, err)
 		}

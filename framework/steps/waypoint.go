@@ -9,6 +9,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/meshclaims/meshclaims/framework/istio"
+	"github.com/meshclaims/meshclaims/framework/spec"
 )
 
 // WaitWaypoint waits until waypoint Gateway ns/name serves: istiod has
@@ -17,9 +18,9 @@ import (
 // with an address. Until istiod reports the address, ztunnel sends the
 // namespace's traffic straight to the pods, so an L7 spec started earlier
 // would measure L4.
-func WaitWaypoint(ctx context.Context, m *Mesh, ns, name string, timeout time.Duration) error {
+func WaitWaypoint(ctx context.Context, m *spec.Cluster, ns, name string, timeout time.Duration) error {
 	start := time.Now()
-	if err := m.K.WaitCreatedAvailable(ctx, ns, timeout, name); err != nil {
+	if err := m.Kube.WaitCreatedAvailable(ctx, ns, timeout, name); err != nil {
 		return fmt.Errorf("waypoint %s/%s: %w", ns, name, err)
 	}
 	if err := istio.WaitGatewayProgrammed(ctx, m.Applier.Client(), ns, name, timeout-time.Since(start)); err != nil {
@@ -30,7 +31,7 @@ func WaitWaypoint(ctx context.Context, m *Mesh, ns, name string, timeout time.Du
 
 // WaitWaypoints runs WaitWaypoint for every waypoint Gateway among objs (the
 // objects a set-up applied), one timeout each.
-func WaitWaypoints(ctx context.Context, m *Mesh, objs []client.Object, timeout time.Duration, logf func(string, ...any)) error {
+func WaitWaypoints(ctx context.Context, m *spec.Cluster, objs []client.Object, timeout time.Duration, logf func(string, ...any)) error {
 	for _, o := range objs {
 		gw, ok := o.(*gatewayv1.Gateway)
 		if !ok || gw.Spec.GatewayClassName != istio.WaypointClass {

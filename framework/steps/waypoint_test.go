@@ -30,7 +30,7 @@ func TestMain(m *testing.M) { os.Exit(apiserver.RunTests(m)) }
 // cluster is a Mesh on the test API server, with namespace ns created.
 type cluster struct {
 	t    *testing.T
-	mesh *steps.Mesh
+	mesh *spec.Cluster
 	c    client.Client
 	ns   string
 }
@@ -46,7 +46,7 @@ func newCluster(t *testing.T, ns string) *cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &cluster{t: t, mesh: &steps.Mesh{K: k, Applier: a}, c: a.Client(), ns: ns}
+	c := &cluster{t: t, mesh: &spec.Cluster{Kube: k, Applier: a}, c: a.Client(), ns: ns}
 	if err := c.c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		t.Fatal(err)
 	}

@@ -11,10 +11,10 @@ import (
 // baseline mode's value, or the reference claim's value for m). It lets
 // tests judge one mode's documented value in another mode's band: a band
 // that passes both cannot tell the modes apart.
-func AsMeasured(c *claims.Claim, m mode.Mode) (Measured, bool) {
+func AsMeasured(c *claims.Claim, m mode.Mode) (Measurement, bool) {
 	doc, ok := c.DocumentedFor(m)
 	if !ok {
-		return Measured{}, false
+		return Measurement{}, false
 	}
 	got := fromValue(doc)
 	if c.Metric == claims.RateRatio && doc.Value != nil {
@@ -40,8 +40,8 @@ func AsMeasured(c *claims.Claim, m mode.Mode) (Measured, bool) {
 	return got, true
 }
 
-func fromValue(v claims.Value) Measured {
-	return Measured{
+func fromValue(v claims.Value) Measurement {
+	return Measurement{
 		Outcome:     v.Outcome,
 		Count:       v.Count,
 		Total:       v.Total,

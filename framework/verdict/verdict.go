@@ -37,8 +37,8 @@ const (
 // Confidence is the level of every interval the suite reports.
 const Confidence = 0.95
 
-// Measured is what a spec observed. Set the fields the claim's metric needs.
-type Measured struct {
+// Measurement is what a spec observed. Set the fields the claim's metric needs.
+type Measurement struct {
 	// Outcome is what a probe observed (claims' outcome vocabulary), and
 	// Detail how (e.g. "connection reset by peer").
 	Outcome string `json:"outcome,omitempty"`
@@ -64,7 +64,7 @@ type Measured struct {
 	// Reference is the same run's measurement the claim's reference names
 	// (the baseline mode's percentiles, the un-hardened run's rates), kept in
 	// the record so a re-judged report has it.
-	Reference *Measured `json:"reference,omitempty"`
+	Reference *Measurement `json:"reference,omitempty"`
 	// Unmet names a precondition that failed (e.g. networkpolicy-enforcement);
 	// it makes the verdict inconclusive whatever else was measured.
 	Unmet string `json:"unmet,omitempty"`
@@ -72,12 +72,12 @@ type Measured struct {
 
 // Verdict is the judgement with the numbers behind it.
 type Verdict struct {
-	Claim      string    `json:"claim"`
-	Mode       mode.Mode `json:"mode"`
-	Result     Result    `json:"result"`
-	Documented string    `json:"documented"`
-	Measured   string    `json:"measured"`
-	Reason     string    `json:"reason"`
+	Claim        string    `json:"claim"`
+	Mode         mode.Mode `json:"mode"`
+	Result       Result    `json:"result"`
+	Documented   string    `json:"documented"`
+	MeasuredText string    `json:"measured"`
+	Reason       string    `json:"reason"`
 }
 
 // Passed reports whether a spec asserting this verdict should pass.
@@ -88,11 +88,11 @@ func Int64(v int64) *int64       { return &v }
 func Float64(v float64) *float64 { return &v }
 
 // Judge compares a measurement with the claim's documented value for mode m.
-func Judge(c *claims.Claim, m mode.Mode, got Measured) Verdict {
+func Judge(c *claims.Claim, m mode.Mode, got Measurement) Verdict {
 	v := Verdict{Claim: c.ID, Mode: m}
 	doc, ok := c.DocumentedFor(m)
 	v.Documented = describeDoc(doc, ok)
-	v.Measured = describeMeasured(got)
+	v.MeasuredText = describeMeasured(got)
 	if got.Unmet != "" {
 		v.Result, v.Reason = Inconclusive, "precondition not met: "+got.Unmet
 		return v
@@ -139,7 +139,7 @@ func Judge(c *claims.Claim, m mode.Mode, got Measured) Verdict {
 	return v
 }
 
-func judgeOutcome(doc claims.Value, got Measured) (Result, string) {
+func judgeOutcome(doc claims.Value, got Measurement) (Result, string) {
 	if got.Outcome == "" {
 		// A detector that could not decide (e.g. a split whose interval
 		// contains both candidate shares) says why in Detail.
@@ -160,7 +160,7 @@ func judgeOutcome(doc claims.Value, got Measured) (Result, string) {
 
 // judgeRates judges the primary rate (Count of Total) and, where the claim
 // documents it, the no-response rate (fortio -1); both must hold.
-func judgeRates(c *claims.Claim, doc claims.Value, got Measured) (Result, string) {
+func judgeRates(c *claims.Claim, doc claims.Value, got Measurement) (Result, string) {
 	if got.Count == nil || got.Total == nil || *got.Total == 0 {
 		return Inconclusive, "no requests were measured"
 	}
@@ -211,7 +211,7 @@ func judgeRate(label string, count, total, docCount, docTotal int64, tol claims.
 // judgeDifferences judges each percentile's difference from the same run's
 // reference mode against the documented difference, so a cluster whose
 // absolute latency differs from the source's can still show the overhead.
-func judgeDifferences(c *claims.Claim, doc claims.Value, got Measured) (Result, string) {
+func judgeDifferences(c *claims.Claim, doc claims.Value, got Measurement) (Result, string) {
 	ref := c.Reference.Mode
 	docRef := c.Documented[ref]
 	if got.Reference == nil || len(got.Reference.Percentiles) == 0 {
@@ -230,14 +230,14 @@ func judgeDifferences(c *claims.Claim, doc claims.Value, got Measured) (Result, 
 			}
 		}
 	}
-	res, s := judgePercentiles(c, claims.Value{Percentiles: docDiff}, Measured{Percentiles: gotDiff})
+	res, s := judgePercentiles(c, claims.Value{Percentiles: docDiff}, Measurement{Percentiles: gotDiff})
 	return res, fmt.Sprintf("over %s of the same run, %s", ref, s)
 }
 
 // judgeReduction judges the claim's rate over the reference claim's rate in
 // the same mode and run (e.g. hardened over un-hardened 503s) by its Katz
 // interval, against the reference's band.
-func judgeReduction(c *claims.Claim, m mode.Mode, doc claims.Value, got Measured) (Result, string) {
+func judgeReduction(c *claims.Claim, m mode.Mode, doc claims.Value, got Measurement) (Result, string) {
 	ref := c.Reference
 	label := "ratio to " + ref.Claim
 	rd, ok := ref.Of.DocumentedFor(m)
@@ -268,7 +268,7 @@ func judgeReduction(c *claims.Claim, m mode.Mode, doc claims.Value, got Measured
 		fmt.Sprintf("%s %s (%d/%d over %d/%d) vs documented %s (%s: [%s, %s])", label, r, *got.Count, *got.Total, *got.Reference.Count, *got.Reference.Total, num(d), how, num(lo), num(hi))
 }
 
-func judgePercentiles(c *claims.Claim, doc claims.Value, got Measured) (Result, string) {
+func judgePercentiles(c *claims.Claim, doc claims.Value, got Measurement) (Result, string) {
 	if len(doc.Percentiles) == 0 {
 		return Inconclusive, "the registry documents no percentiles for this mode"
 	}
@@ -297,7 +297,7 @@ func judgePercentiles(c *claims.Claim, doc claims.Value, got Measured) (Result, 
 	return res, fmt.Sprintf("ms, measured vs documented, %s each: %s", how, strings.Join(parts, ", "))
 }
 
-func judgeRatio(c *claims.Claim, doc claims.Value, got Measured) (Result, string) {
+func judgeRatio(c *claims.Claim, doc claims.Value, got Measurement) (Result, string) {
 	if doc.Value == nil {
 		return Inconclusive, "the registry documents no ratio"
 	}
@@ -310,7 +310,7 @@ func judgeRatio(c *claims.Claim, doc claims.Value, got Measured) (Result, string
 	return classify(r.Estimate, r.CI.Low, r.CI.High, lo, hi), s
 }
 
-func judgeScalar(c *claims.Claim, doc claims.Value, got Measured) (Result, string) {
+func judgeScalar(c *claims.Claim, doc claims.Value, got Measurement) (Result, string) {
 	if doc.Value == nil {
 		return Inconclusive, "the registry documents no value for this mode"
 	}
@@ -337,7 +337,7 @@ func judgeScalar(c *claims.Claim, doc claims.Value, got Measured) (Result, strin
 // scale (kubeproxy: new-Service readiness with 10,000 Services minus with
 // none). Growth measured at a smaller scale says nothing about the
 // documented one (it need not be linear), so it is inconclusive.
-func judgeGrowth(c *claims.Claim, doc claims.Value, got Measured) (Result, string) {
+func judgeGrowth(c *claims.Claim, doc claims.Value, got Measurement) (Result, string) {
 	if got.At == nil || got.Value == nil {
 		return Inconclusive, fmt.Sprintf("growth: no value was measured with %d Services", doc.At.Services)
 	}
@@ -356,7 +356,7 @@ func judgeGrowth(c *claims.Claim, doc claims.Value, got Measured) (Result, strin
 }
 
 // judgeStability: Value is the largest relative change under churn.
-func judgeStability(c *claims.Claim, got Measured) (Result, string) {
+func judgeStability(c *claims.Claim, got Measurement) (Result, string) {
 	if got.Value == nil || c.Tolerance.Relative == nil {
 		return Inconclusive, "no stability measurement or no relative tolerance"
 	}
@@ -479,7 +479,7 @@ func describeDoc(v claims.Value, ok bool) string {
 	return strings.Join(parts, " ")
 }
 
-func describeMeasured(m Measured) string {
+func describeMeasured(m Measurement) string {
 	var parts []string
 	if m.Outcome != "" {
 		s := m.Outcome

@@ -11,14 +11,14 @@ import (
 )
 
 // callAs applies the ALLOW-from-SA-good policy and calls echo as client.
-func callAs(client string) func(context.Context, *spec.Run) (verdict.Measured, error) {
-	return func(ctx context.Context, r *spec.Run) (verdict.Measured, error) {
+func callAs(client string) func(context.Context, *spec.Run) (verdict.Measurement, error) {
+	return func(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
 		policy := fixtures.AuthzAllowGood(steps.Target(r))
 		if err := steps.Apply(ctx, r, policy); err != nil {
-			return verdict.Measured{}, err
+			return verdict.Measurement{}, err
 		}
 		if err := steps.AwaitApplied(ctx, r, policy); err != nil {
-			return verdict.Measured{}, err
+			return verdict.Measurement{}, err
 		}
 		return steps.ProbeOutcome(ctx, r, steps.ClientAs(r, client), steps.EchoURL(r))
 	}

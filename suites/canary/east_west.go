@@ -19,13 +19,13 @@ var _ = spec.Declare(spec.Def{
 	Claim:    "canary.east-west-needs-l7",
 	Area:     "canary",
 	Scenario: "HTTPRoute 90/10 on echo-canary; in-mesh client -> echo-canary, share of v2",
-	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measured, error) {
+	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
 		route := fixtures.CanaryHTTPRoute(steps.Target(r), fixtures.DefaultSplit)
 		if err := steps.Apply(ctx, r, route); err != nil {
-			return verdict.Measured{}, err
+			return verdict.Measurement{}, err
 		}
 		if err := steps.AwaitApplied(ctx, r, route); err != nil {
-			return verdict.Measured{}, err
+			return verdict.Measurement{}, err
 		}
 		url := fmt.Sprintf("http://%s.%s:%d/debug", fixtures.CanaryName, r.Namespace(), fixtures.EchoHTTPPort)
 		return steps.Split(ctx, r, steps.InMesh(r), url, fixtures.DefaultSplit)

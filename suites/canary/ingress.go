@@ -17,14 +17,14 @@ var _ = spec.Declare(spec.Def{
 	Claim:    "canary.ingress-with-l4",
 	Area:     "canary",
 	Scenario: "ingress Gateway + HTTPRoute 90/10; outside client -> gateway, share of v2",
-	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measured, error) {
+	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
 		t := steps.Target(r)
 		if err := steps.Apply(ctx, r, fixtures.IngressGateway(t), fixtures.IngressCanaryRoute(t, fixtures.DefaultSplit)); err != nil {
-			return verdict.Measured{}, err
+			return verdict.Measurement{}, err
 		}
 		url, err := steps.IngressURL(ctx, r, "/debug")
 		if err != nil {
-			return verdict.Measured{}, err
+			return verdict.Measurement{}, err
 		}
 		return steps.Split(ctx, r, steps.Outside(), url, fixtures.DefaultSplit)
 	},

@@ -20,7 +20,7 @@ var _ = spec.Declare(spec.Def{
 	Area:     "kubeproxy",
 	Scenario: "time from Service creation until its ClusterIP answers, with 0 and N existing Services",
 	Slow:     true,
-	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measured, error) {
+	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
 		return steps.ServiceReadiness(ctx, r)
 	},
 })

@@ -24,20 +24,20 @@ var _ = spec.Declare(spec.Def{
 	Area:     "latency",
 	Scenario: "fortio 200 qps x 16 connections x 60 s -> echo:8080; P50..P99.9 over the same run's no-mesh P50..P99.9",
 	Slow:     true,
-	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measured, error) {
-		var ref *verdict.Measured
+	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
+		var ref *verdict.Measurement
 		if b := r.Claim.Reference; b != nil && b.Compare == claims.Difference && b.Mode != r.Mode {
 			base, err := steps.SteadyLoad(ctx, r, b.Mode)
 			if err != nil {
-				return verdict.Measured{}, err
+				return verdict.Measurement{}, err
 			}
-			ref = &verdict.Measured{Percentiles: steps.Percentiles(base), Extra: map[string]float64{"mean_ms": steps.MeanMs(base)}}
+			ref = &verdict.Measurement{Percentiles: steps.Percentiles(base), Extra: map[string]float64{"mean_ms": steps.MeanMs(base)}}
 		}
 		run, err := steps.SteadyLoad(ctx, r, r.Mode)
 		if err != nil {
-			return verdict.Measured{}, err
+			return verdict.Measurement{}, err
 		}
-		m := verdict.Measured{Percentiles: steps.Percentiles(run), Extra: map[string]float64{"mean_ms": steps.MeanMs(run), "qps": run.Result.ActualQPS}, Reference: ref}
+		m := verdict.Measurement{Percentiles: steps.Percentiles(run), Extra: map[string]float64{"mean_ms": steps.MeanMs(run), "qps": run.Result.ActualQPS}, Reference: ref}
 		steps.LittleCheck(r, run, m.Extra)
 		return m, nil
 	},
@@ -49,10 +49,10 @@ var _ = spec.Declare(spec.Def{
 	Area:     "latency",
 	Scenario: "the T5 load: share of answers that are not 200",
 	Slow:     true,
-	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measured, error) {
+	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
 		run, err := steps.SteadyLoad(ctx, r, r.Mode)
 		if err != nil {
-			return verdict.Measured{}, err
+			return verdict.Measurement{}, err
 		}
 		return steps.NonOK(run), nil
 	},
@@ -65,14 +65,14 @@ var _ = spec.Declare(spec.Def{
 	Area:     "latency",
 	Scenario: "P50 of the T5 load minus the no-mesh P50 of the same run",
 	Slow:     true,
-	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measured, error) {
+	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
 		base, err := steps.SteadyLoad(ctx, r, mode.None)
 		if err != nil {
-			return verdict.Measured{}, err
+			return verdict.Measurement{}, err
 		}
 		run, err := steps.SteadyLoad(ctx, r, r.Mode)
 		if err != nil {
-			return verdict.Measured{}, err
+			return verdict.Measurement{}, err
 		}
 		b, v := steps.Percentiles(base)["50"], steps.Percentiles(run)["50"]
 		o := stats.OverheadOf(v, b)
@@ -83,7 +83,7 @@ var _ = spec.Declare(spec.Def{
 		if d := math.Abs(o.Delta); d < math.Max(bw, vw) {
 			r.Logf("P50 overhead %+.3f ms is narrower than the P50 buckets (%.3f ms baseline, %.3f ms %s): fortio's interpolation, not resolved data", o.Delta, bw, vw, r.Mode)
 		}
-		return verdict.Measured{Value: verdict.Float64(o.Delta), Extra: map[string]float64{"p50_ms": v, "baseline_p50_ms": b, "factor": o.Factor,
+		return verdict.Measurement{Value: verdict.Float64(o.Delta), Extra: map[string]float64{"p50_ms": v, "baseline_p50_ms": b, "factor": o.Factor,
 			"p50_bucket_ms": vw, "baseline_p50_bucket_ms": bw}}, nil
 	},
 })
@@ -98,17 +98,17 @@ var _ = spec.Declare(spec.Def{
 	Scenario: "P50 of the ambient-l7 T5 load minus the sidecar P50 of the same run",
 	Needs:    []spec.Need{steps.NeedModes(mode.Sidecar)},
 	Slow:     true,
-	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measured, error) {
+	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
 		side, err := steps.SteadyLoad(ctx, r, mode.Sidecar)
 		if err != nil {
-			return verdict.Measured{}, err
+			return verdict.Measurement{}, err
 		}
 		l7, err := steps.SteadyLoad(ctx, r, r.Mode)
 		if err != nil {
-			return verdict.Measured{}, err
+			return verdict.Measurement{}, err
 		}
 		b, v := steps.Percentiles(side)["50"], steps.Percentiles(l7)["50"]
 		o := stats.OverheadOf(v, b)
-		return verdict.Measured{Value: verdict.Float64(o.Delta), Extra: map[string]float64{"p50_ms": v, "sidecar_p50_ms": b}}, nil
+		return verdict.Measurement{Value: verdict.Float64(o.Delta), Extra: map[string]float64{"p50_ms": v, "sidecar_p50_ms": b}}, nil
 	},
 })

@@ -10,10 +10,10 @@ import (
 )
 
 // plaintextToEchoPod is HYBRID's probe: curl from outside the mesh to an echo pod.
-func plaintextToEchoPod(ctx context.Context, r *spec.Run) (verdict.Measured, error) {
+func plaintextToEchoPod(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
 	url, err := steps.EchoPodURL(ctx, r, fixtures.EchoHTTPPort)
 	if err != nil {
-		return verdict.Measured{}, err
+		return verdict.Measurement{}, err
 	}
 	return steps.ProbeOutcome(ctx, r, steps.Outside(), url)
 }
@@ -25,9 +25,9 @@ var _ = spec.Declare(spec.Def{
 	Claim:    "mtls.permissive-default",
 	Area:     "mtls",
 	Scenario: "no PeerAuthentication: plaintext client outside the mesh -> echo pod",
-	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measured, error) {
+	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
 		if err := steps.WithoutStrict(ctx, r); err != nil {
-			return verdict.Measured{}, err
+			return verdict.Measurement{}, err
 		}
 		return plaintextToEchoPod(ctx, r)
 	},
@@ -48,13 +48,13 @@ var _ = spec.Declare(spec.Def{
 	Claim:    "mtls.port-level-permissive",
 	Area:     "mtls",
 	Scenario: "STRICT with port 8080 PERMISSIVE: plaintext client outside the mesh -> echo pod:8080",
-	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measured, error) {
+	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
 		pa := fixtures.PeerAuthPortPermissive(steps.Target(r))
 		if err := steps.Apply(ctx, r, pa); err != nil {
-			return verdict.Measured{}, err
+			return verdict.Measurement{}, err
 		}
 		if err := steps.AwaitApplied(ctx, r, pa); err != nil {
-			return verdict.Measured{}, err
+			return verdict.Measurement{}, err
 		}
 		return plaintextToEchoPod(ctx, r)
 	},

@@ -18,12 +18,12 @@ var _ = spec.Declare(spec.Def{
 	Claim:    "mtls.in-mesh-ok",
 	Area:     "mtls",
 	Scenario: "in-mesh fortio client -> http://echo:8080/",
-	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measured, error) {
+	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
 		res, err := steps.Probe(ctx, r, steps.InMesh(r), steps.EchoURL(r))
 		if err != nil {
-			return verdict.Measured{}, err
+			return verdict.Measurement{}, err
 		}
-		return verdict.Measured{Outcome: withHeaders(r.Mode, res), Detail: fmt.Sprintf("server=%q x-envoy-decorator-operation=%q", res.Header("Server"), res.Header("X-Envoy-Decorator-Operation"))}, nil
+		return verdict.Measurement{Outcome: withHeaders(r.Mode, res), Detail: fmt.Sprintf("server=%q x-envoy-decorator-operation=%q", res.Header("Server"), res.Header("X-Envoy-Decorator-Operation"))}, nil
 	},
 })
 

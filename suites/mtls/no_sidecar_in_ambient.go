@@ -15,10 +15,10 @@ var _ = spec.Declare(spec.Def{
 	Claim:    "mtls.no-sidecar-in-ambient",
 	Area:     "mtls",
 	Scenario: "echo's pods: istio-proxy container and ambient.istio.io/redirection annotation",
-	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measured, error) {
+	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
 		pods, err := steps.EchoPods(ctx, r)
 		if err != nil {
-			return verdict.Measured{}, err
+			return verdict.Measurement{}, err
 		}
 		return steps.ProxyPlacement(r.Mode, pods), nil
 	},

@@ -17,10 +17,10 @@ var _ = spec.Declare(spec.Def{
 	Claim:    "mtls.plaintext-blocked",
 	Area:     "mtls",
 	Scenario: "plaintext client outside the mesh -> echo pod IP:8080 under STRICT",
-	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measured, error) {
+	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
 		url, err := steps.EchoPodURL(ctx, r, fixtures.EchoHTTPPort)
 		if err != nil {
-			return verdict.Measured{}, err
+			return verdict.Measurement{}, err
 		}
 		return steps.ProbeOutcome(ctx, r, steps.Outside(), url)
 	},

@@ -17,11 +17,11 @@ var _ = spec.Declare(spec.Def{
 	Claim:    "mtls.spiffe-identity",
 	Area:     "mtls",
 	Scenario: "echo's workload certificate and root CA, from the proxy that holds them",
-	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measured, error) {
+	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
 		id, err := steps.WorkloadIdentity(ctx, r)
 		if err != nil {
-			return verdict.Measured{}, err
+			return verdict.Measurement{}, err
 		}
-		return id.Measured(), nil
+		return id.Measurement(), nil
 	},
 })

@@ -20,7 +20,7 @@ var _ = spec.Declare(spec.Def{
 	Area:     "netpol",
 	Scenario: "NetworkPolicy ingress TCP 8080 only; client -> echo:8080",
 	Needs:    []spec.Need{steps.NeedNetPol},
-	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measured, error) {
+	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
 		return steps.UnderNetPol(ctx, r, fixtures.NetpolAppPort(steps.Target(r), r.Mode), steps.EchoURL(r))
 	},
 })

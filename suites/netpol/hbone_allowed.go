@@ -16,7 +16,7 @@ var _ = spec.Declare(spec.Def{
 	Area:     "netpol",
 	Scenario: "NetworkPolicy ingress TCP 8080 + 15008; client -> echo:8080",
 	Needs:    []spec.Need{steps.NeedNetPol},
-	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measured, error) {
+	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
 		return steps.UnderNetPol(ctx, r, fixtures.NetpolAppPortAndHBONE(steps.Target(r), r.Mode), steps.EchoURL(r))
 	},
 })

@@ -18,7 +18,7 @@ var _ = spec.Declare(spec.Def{
 	Area:     "netpol",
 	Scenario: "NetworkPolicy ingress TCP 15008 only; client -> echo:8080 (unlisted)",
 	Needs:    []spec.Need{steps.NeedNetPol},
-	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measured, error) {
+	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
 		return steps.UnderNetPol(ctx, r, fixtures.NetpolHBONE(steps.Target(r), r.Mode), steps.EchoURL(r))
 	},
 })

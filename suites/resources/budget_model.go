@@ -28,10 +28,10 @@ var _ = spec.Declare(spec.Def{
 	Claim:    "resources.budget-model",
 	Area:     "resources",
 	Scenario: "REVIEW's budget model with measured proxy working sets as its inputs",
-	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measured, error) {
+	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
 		u, err := steps.ProxyUsage(ctx, r)
 		if err != nil {
-			return verdict.Measured{}, err
+			return verdict.Measurement{}, err
 		}
 		avg := func(kind string) (float64, error) {
 			n := u[kind+"_count"]
@@ -44,21 +44,21 @@ var _ = spec.Declare(spec.Def{
 		if r.Mode == mode.Sidecar {
 			sc, err := avg("sidecar")
 			if err != nil {
-				return verdict.Measured{}, err
+				return verdict.Measurement{}, err
 			}
 			total = modelPods * sc
 		} else {
 			zt, err := avg("ztunnel")
 			if err != nil {
-				return verdict.Measured{}, err
+				return verdict.Measurement{}, err
 			}
 			wp, err := avg("waypoint")
 			if err != nil {
-				return verdict.Measured{}, err
+				return verdict.Measurement{}, err
 			}
 			total = modelZtunnels*zt + wp
 		}
 		r.SetSetup("model formula with measured per-proxy working sets: %d pods with sidecars, or %d ztunnels + 1 waypoint", modelPods, modelZtunnels)
-		return verdict.Measured{Value: verdict.Float64(total), Extra: u}, nil
+		return verdict.Measurement{Value: verdict.Float64(total), Extra: u}, nil
 	},
 })

@@ -21,9 +21,9 @@ var _ = spec.Declare(spec.Def{
 	Area:     "retry",
 	Scenario: "order-client 20 POST/s x 300 s with retry VirtualService while order is restarted",
 	Slow:     true,
-	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measured, error) {
+	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
 		if err := steps.Apply(ctx, r, fixtures.OrderRetries(steps.Target(r))); err != nil {
-			return verdict.Measured{}, err
+			return verdict.Measurement{}, err
 		}
 		return steps.OrdersDuringRollout(ctx, r)
 	},

@@ -21,11 +21,11 @@ var _ = spec.Declare(spec.Def{
 	Area:     "rollout",
 	Scenario: "100 qps x 16 keep-alive connections x 600 s while echo is restarted in a loop",
 	Slow:     true,
-	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measured, error) {
+	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
 		res, err := steps.RolloutLoad(ctx, r, r.Mode, fixtures.Hardening{})
 		if err != nil {
-			return verdict.Measured{}, err
+			return verdict.Measurement{}, err
 		}
-		return res.Measured(), nil
+		return res.Measurement(), nil
 	},
 })

@@ -21,22 +21,22 @@ var _ = spec.Declare(spec.Def{
 	Area:     "rollout",
 	Scenario: "the T1 run with echo hardened (preStop 10 s, grace 40 s, sidecar drain); for ambient-l7 also un-hardened, for the reduction",
 	Slow:     true,
-	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measured, error) {
-		var ref *verdict.Measured
+	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
+		var ref *verdict.Measurement
 		if b := r.Claim.Reference; b != nil && b.AppliesTo(r.Mode) {
 			// Before hardening: the patched echo stays until the spec ends.
 			base, err := steps.RolloutLoad(ctx, r, r.Mode, fixtures.Hardening{})
 			if err != nil {
-				return verdict.Measured{}, err
+				return verdict.Measurement{}, err
 			}
-			bm := base.Measured()
+			bm := base.Measurement()
 			ref = &bm
 		}
 		res, err := steps.RolloutLoad(ctx, r, r.Mode, fixtures.GUIDEHardening(r.Mode))
 		if err != nil {
-			return verdict.Measured{}, err
+			return verdict.Measurement{}, err
 		}
-		m := res.Measured()
+		m := res.Measurement()
 		m.Reference = ref
 		return m, nil
 	},

@@ -23,16 +23,16 @@ var _ = spec.Declare(spec.Def{
 	Area:     "rollout",
 	Scenario: "the T1 run once per hardening setting alone",
 	Slow:     true,
-	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measured, error) {
+	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
 		factors := fixtures.HardeningFactors(r.Mode)
-		m := verdict.Measured{Extra: map[string]float64{}}
+		m := verdict.Measurement{Extra: map[string]float64{}}
 		var parts []string
 		for _, f := range factors {
 			res, err := steps.RolloutLoad(ctx, r, r.Mode, f.Hardening)
 			if err != nil {
-				return verdict.Measured{}, err
+				return verdict.Measurement{}, err
 			}
-			fm := res.Measured()
+			fm := res.Measurement()
 			if f.Hardening == (fixtures.Hardening{PreStopSleep: true}) { // the judged run
 				m.Count, m.Total, m.NoResponse = fm.Count, fm.Total, fm.NoResponse
 			}
@@ -50,7 +50,7 @@ var _ = spec.Declare(spec.Def{
 		}
 		s, err := steps.SetupLoad(r, steps.EchoURLOf(r.Mode), steps.RolloutFloor)
 		if err != nil {
-			return verdict.Measured{}, err
+			return verdict.Measurement{}, err
 		}
 		r.SetSetup("one T1 run per setting alone (%s), each %s, restart loop with %s limit",
 			strings.Join(names, ", "), steps.DescribeLoad(r, s), r.Env.Config.Timeouts.RolloutComplete)

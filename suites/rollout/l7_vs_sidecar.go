@@ -21,24 +21,24 @@ var _ = spec.Declare(spec.Def{
 	Scenario: "ratio of the T1 503 rates, ambient-l7 over sidecar, same run",
 	Needs:    []spec.Need{steps.NeedModes(mode.Sidecar)},
 	Slow:     true,
-	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measured, error) {
+	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
 		l7, err := steps.RolloutLoad(ctx, r, mode.AmbientL7, fixtures.Hardening{})
 		if err != nil {
-			return verdict.Measured{}, err
+			return verdict.Measurement{}, err
 		}
 		sc, err := steps.RolloutLoad(ctx, r, mode.Sidecar, fixtures.Hardening{})
 		if err != nil {
-			return verdict.Measured{}, err
+			return verdict.Measurement{}, err
 		}
 		a, err := stats.Wilson(l7.Count503(), l7.Requests(), verdict.Confidence)
 		if err != nil {
-			return verdict.Measured{}, err
+			return verdict.Measurement{}, err
 		}
 		b, err := stats.Wilson(sc.Count503(), sc.Requests(), verdict.Confidence)
 		if err != nil {
-			return verdict.Measured{}, err
+			return verdict.Measurement{}, err
 		}
-		m := verdict.Measured{Extra: map[string]float64{"ambient_l7_503": float64(l7.Count503()), "sidecar_503": float64(sc.Count503())}}
+		m := verdict.Measurement{Extra: map[string]float64{"ambient_l7_503": float64(l7.Count503()), "sidecar_503": float64(sc.Count503())}}
 		ratio, err := stats.RateRatio(a, b)
 		if err != nil {
 			// Both rates zero: no ratio exists; the verdict says inconclusive.

@@ -19,10 +19,10 @@ var _ = spec.Declare(spec.Def{
 	Area:     "scale",
 	Scenario: "saturating load on echo, quiet vs under churn (rescale every second, relabel every minute)",
 	Slow:     true,
-	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measured, error) {
+	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
 		quiet, churned, err := steps.ChurnRuns(ctx, r)
 		if err != nil {
-			return verdict.Measured{}, err
+			return verdict.Measurement{}, err
 		}
 		return steps.Stability(quiet, churned), nil
 	},
@@ -36,16 +36,16 @@ var _ = spec.Declare(spec.Def{
 	Area:     "scale",
 	Scenario: "queries per second per node CPU core under churn",
 	Slow:     true,
-	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measured, error) {
+	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
 		_, churned, err := steps.ChurnRuns(ctx, r)
 		if err != nil {
-			return verdict.Measured{}, err
+			return verdict.Measurement{}, err
 		}
 		cores, err := steps.NodeCores(ctx, r)
 		if err != nil {
-			return verdict.Measured{}, err
+			return verdict.Measurement{}, err
 		}
 		qpc := churned.Result.ActualQPS / cores
-		return verdict.Measured{Value: verdict.Float64(qpc), Extra: map[string]float64{"qps": churned.Result.ActualQPS, "cores": cores}}, nil
+		return verdict.Measurement{Value: verdict.Float64(qpc), Extra: map[string]float64{"qps": churned.Result.ActualQPS, "cores": cores}}, nil
 	},
 })

@@ -41,7 +41,7 @@ var _ = spec.Declare(spec.Def{
 	Area:     "sidecarcost",
 	Scenario: "500 qps x 16 connections x 25 s, no mesh vs sidecar+mTLS, mean latency",
 	Slow:     true,
-	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measured, error) {
+	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
 		return steps.Repeat(ctx, r, func(ctx context.Context, i int) (float64, map[string]float64, error) {
 			base, err := loadOf(ctx, r, steps.InMeshOf(r, mode.None), steps.RunName("none", i), steps.EchoURLOf(mode.None))
 			if err != nil {
@@ -63,7 +63,7 @@ var _ = spec.Declare(spec.Def{
 	Area:     "sidecarcost",
 	Scenario: "saturation (no qps limit) x 16 connections x 20 s, sidecar qps / no-mesh qps",
 	Slow:     true,
-	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measured, error) {
+	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
 		return steps.Repeat(ctx, r, func(ctx context.Context, i int) (float64, map[string]float64, error) {
 			base, err := loadOf(ctx, r, steps.InMeshOf(r, mode.None), steps.RunName("none-max", i), steps.EchoURLOf(mode.None))
 			if err != nil {

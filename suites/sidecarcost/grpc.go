@@ -19,7 +19,7 @@ var _ = spec.Declare(spec.Def{
 	Area:     "sidecarcost",
 	Scenario: "fortio grpc ping 500 qps x 16 connections, no mesh vs sidecar, mean latency",
 	Slow:     true,
-	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measured, error) {
+	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
 		d := r.Env.Config.Scale(25*time.Second, 5*time.Second)
 		target := func(m mode.Mode) string {
 			return fmt.Sprintf("%s.%s:%d", fixtures.EchoName, m.Namespace(), fixtures.EchoGRPCPort)

@@ -22,7 +22,7 @@ var _ = spec.Declare(spec.Def{
 	Area:     "sidecarcost",
 	Scenario: "no mesh, then echo via tcp-http port (L4 relay) and http port (L7): share of the overhead that is HTTP parsing",
 	Slow:     true,
-	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measured, error) {
+	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
 		l4URL := fmt.Sprintf("http://%s.%s:%d/", fixtures.EchoName, r.Namespace(), fixtures.EchoTCPHTTPPort)
 		return steps.Repeat(ctx, r, func(ctx context.Context, i int) (float64, map[string]float64, error) {
 			none, err := loadOf(ctx, r, steps.InMeshOf(r, mode.None), steps.RunName("none", i), steps.EchoURLOf(mode.None))

@@ -21,9 +21,9 @@ var _ = spec.Declare(spec.Def{
 	Area:     "sidecarcost",
 	Scenario: "no mesh, then DestinationRule tls DISABLE and ISTIO_MUTUAL, 500 qps x 16 connections: share of the overhead that is encryption",
 	Slow:     true,
-	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measured, error) {
+	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
 		if err := steps.WithoutStrict(ctx, r); err != nil {
-			return verdict.Measured{}, err
+			return verdict.Measurement{}, err
 		}
 		t := steps.Target(r)
 		return steps.Repeat(ctx, r, func(ctx context.Context, i int) (float64, map[string]float64, error) {

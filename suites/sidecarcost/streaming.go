@@ -20,7 +20,7 @@ var _ = spec.Declare(spec.Def{
 	Area:     "sidecarcost",
 	Scenario: "one 100 MiB response, MB/s with sidecars over MB/s without",
 	Slow:     true,
-	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measured, error) {
+	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
 		url := func(m mode.Mode) string {
 			return fmt.Sprintf("http://%s.%s:%d/bytes?n=%d", fixtures.EchoName, m.Namespace(), fixtures.EchoHTTPPort, 100<<20)
 		}
@@ -45,17 +45,17 @@ var _ = spec.Declare(spec.Def{
 	Claim:    "sidecar.sse-intervals",
 	Area:     "sidecarcost",
 	Scenario: "200 SSE events every 20 ms, arrival interval median and P99",
-	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measured, error) {
+	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
 		url := fmt.Sprintf("http://%s.%s:%d/sse?n=200&interval=20ms", fixtures.EchoName, r.Namespace(), fixtures.EchoHTTPPort)
 		ivs, err := steps.SSEIntervals(ctx, r, steps.InMesh(r), url)
 		if err != nil {
-			return verdict.Measured{}, err
+			return verdict.Measurement{}, err
 		}
-		m := verdict.Measured{Percentiles: map[string]float64{}, Extra: map[string]float64{"events": float64(len(ivs) + 1)}}
+		m := verdict.Measurement{Percentiles: map[string]float64{}, Extra: map[string]float64{"events": float64(len(ivs) + 1)}}
 		for _, p := range []float64{50, 99, 100} {
 			v, err := stats.Percentile(ivs, p)
 			if err != nil {
-				return verdict.Measured{}, err
+				return verdict.Measurement{}, err
 			}
 			if p == 100 {
 				m.Extra["max_ms"] = v

@@ -3,7 +3,7 @@
 // fortio's own HTTP runner driven through its REST API on 127.0.0.1, as the
 // suite drives the client pod, and every record is made by the suite's own
 // functions (steps.Rates, steps.Percentiles, steps.NonOK,
-// steps.RolloutResult.Measured). A run is in mode none: a local none-mode run
+// steps.RolloutResult.Measurement). A run is in mode none: a local none-mode run
 // without the cluster, i.e. the workload is fortio's echo handler on
 // loopback and the restarted Deployment is a loopback.Pool.
 //
@@ -79,8 +79,8 @@ func NoneRun(t testing.TB, path string, cfg Run) *report.Dir {
 	run, raw := runLoad(t, ctx, d, client, "latency.percentiles", "steady-none", load.Spec{URL: echo, QPS: 400, Connections: 4, Duration: steadyDur, AllowInitialErrors: true})
 	setup := "400 qps, 4 connections, " + steadyDur.String() + " on loopback"
 	record(t, d, report.Record{Claim: "latency.percentiles", Mode: mode.None, Setup: setup, Raw: raw,
-		Measured: verdictWithPercentiles(run)})
-	record(t, d, report.Record{Claim: "latency.all-ok", Mode: mode.None, Setup: setup, Raw: raw, Measured: steps.NonOK(run)})
+		Measurement: verdictWithPercentiles(run)})
+	record(t, d, report.Record{Claim: "latency.all-ok", Mode: mode.None, Setup: setup, Raw: raw, Measurement: steps.NonOK(run)})
 
 	rollDur := cfg.RolloutDuration
 	if rollDur == 0 {
@@ -102,7 +102,7 @@ func NoneRun(t testing.TB, path string, cfg Run) *report.Dir {
 			status = cfg.RolloutStatus
 		}
 		res, raw := rolloutUnderLoad(t, ctx, d, client, r.claim, r.name, r.pool, rollDur, status)
-		record(t, d, report.Record{Claim: r.claim, Mode: mode.None, Raw: raw, Measured: res.Measured(),
+		record(t, d, report.Record{Claim: r.claim, Mode: mode.None, Raw: raw, Measurement: res.Measurement(),
 			Setup: "100 qps, 16 connections, " + rollDur.String() + ", loopback pool restart loop (" + r.pool.Termination.String() + ")"})
 	}
 	env.Finished = time.Now()
@@ -112,7 +112,7 @@ func NoneRun(t testing.TB, path string, cfg Run) *report.Dir {
 	return d
 }
 
-func verdictWithPercentiles(run *load.Run) (m verdict.Measured) {
+func verdictWithPercentiles(run *load.Run) (m verdict.Measurement) {
 	m = steps.Rates(run, http.StatusServiceUnavailable)
 	m.Percentiles = steps.Percentiles(run)
 	return m
