@@ -91,6 +91,13 @@ type Config struct {
 	FailOn        string // FailOnNotReproduced or FailOnError
 	Timeouts      Timeouts
 
+	// Istio's images (images.go): registry prefix and tag for the charts
+	// (empty: docker.io/istio and the -istio-version), and a directory of
+	// image archives to load into the nodes (or push to Registry).
+	IstioHub      string
+	IstioTag      string
+	ImageArchives string
+
 	sharedKubeconfig *flag.Flag
 }
 
@@ -126,6 +133,7 @@ func Register(fs *flag.FlagSet) *Config {
 	fs.StringVar(&c.FailOn, "fail-on", FailOnNotReproduced, "what fails a spec: "+FailOnNotReproduced+" (any verdict but reproduced/recorded) or "+FailOnError+" (only a measurement that could not be made or a missing precondition; verdicts still reported)")
 	fs.DurationVar(&c.Timeouts.RolloutComplete, "rollout-timeout", c.Timeouts.RolloutComplete, "limit for one rollout to complete (GUIDE: 60s)")
 	fs.DurationVar(&c.Timeouts.WorkloadsReady, "ready-timeout", c.Timeouts.WorkloadsReady, "limit for a mode's workloads to become ready")
+	registerImageFlags(fs, c)
 	return c
 }
 
@@ -192,6 +200,7 @@ func (c *Config) Validate(repoRoot string, now time.Time) error {
 		bad("-run-id=%q may hold only letters, digits, dot, dash and underscore", c.RunID)
 	}
 	c.ResultsDir = filepath.Join(c.ResultsRoot, c.RunID)
+	c.validateImageFlags(bad)
 	if len(errs) > 0 {
 		return fmt.Errorf("invalid flags:\n  %s", strings.Join(errs, "\n  "))
 	}
