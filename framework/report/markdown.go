@@ -38,6 +38,12 @@ func Markdown(w io.Writer, res *Results, reg *claims.Registry) error {
 	for _, n := range env.Notes {
 		p("\n> %s\n", n)
 	}
+	if len(env.Images) > 0 {
+		p("\n| image | where | id |\n|---|---|---|\n")
+		for _, im := range env.Images {
+			p("| %s | %s | %s |\n", im.Image, im.Where, im.ID)
+		}
+	}
 	p("\n**%d reproduced, %d not reproduced, %d inconclusive, %d recorded.**\n\n",
 		res.Summary[verdict.Reproduced], res.Summary[verdict.NotReproduced], res.Summary[verdict.Inconclusive], res.Summary[verdict.Recorded])
 	if env.DurationScale != 0 && env.DurationScale != 1 {

@@ -47,6 +47,20 @@ type Environment struct {
 	Repeats       int         `json:"repeats"`
 	Registry      string      `json:"registry"`
 	Notes         []string    `json:"notes,omitempty"`
+	// Images are the images that ran the mesh (Istio's pods) and those
+	// loaded from image archives, with the digests that identify them.
+	Images []ImageRan `json:"images,omitempty"`
+}
+
+// ImageRan is one image a run used.
+type ImageRan struct {
+	// Where: "pod istio-system/istiod-.../discovery", or "archive pilot.tar".
+	Where string `json:"where"`
+	// Image is the reference as the pod spec or archive names it.
+	Image string `json:"image"`
+	// ID is the image's identity: the node's image ID (config digest) for a
+	// pod, the config digest for an archive; a registry digest when pushed.
+	ID string `json:"id"`
 }
 
 // Record is what one spec measured for one claim in one mode.

@@ -49,6 +49,7 @@ type Suite struct {
 	Env      *spec.Env
 	Mesh     *steps.Mesh
 	cleaner  *cleanup.Cleaner
+	guard    *cluster.Guard
 	envInfo  report.Environment
 	out      io.Writer
 }
@@ -139,12 +140,16 @@ func Up(ctx context.Context, cfg *config.Config, reg *claims.Registry, out io.Wr
 	}
 	opts := fixtures.Options{Run: cfg.RunID, Images: img}
 	s.Mesh = &steps.Mesh{K: k, Applier: applier, Options: opts}
+	s.guard = guard
+	if err := s.loadArchives(ctx); err != nil {
+		return s, err
+	}
 
 	// 3. Istio, in the one profile that serves every selected mode.
 	if p, ok, err := istio.ProfileForModes(cfg.Modes); err != nil {
 		return s, err
 	} else if ok {
-		if err := s.istio(ctx, guard, p); err != nil {
+		if err := s.InstallIstio(ctx, p); err != nil {
 			return s, err
 		}
 	}
@@ -223,20 +228,29 @@ func (s *Suite) image(ctx context.Context, arch string) (fixtures.Images, error)
 	return fixtures.Images{Workload: ref, PullPolicy: "IfNotPresent"}, nil
 }
 
-func (s *Suite) istio(ctx context.Context, guard *cluster.Guard, p istio.Profile) error {
+// InstallIstio installs Istio in profile p with the run's chart source,
+// version, hub and tag and the provider's own values, waits for it, and
+// records the images its pods run. Up calls it for meshed modes; a test of
+// the control plane alone calls it after an Up of mode none.
+func (s *Suite) InstallIstio(ctx context.Context, p istio.Profile) error {
+	guard := s.guard
 	src := istio.ChartSource{RepoURL: istio.DefaultRepoURL}
 	if s.Cfg.IstioCharts != "" {
 		src = istio.ChartSource{Dir: s.Cfg.IstioCharts}
 	}
 	in, err := istio.NewInstaller(s.Provider.RESTConfig(), guard, istio.Options{
 		Profile: p, Version: s.Cfg.IstioVersion, Method: istio.Method(s.Cfg.IstioInstall), Charts: src, Timeout: s.Cfg.Timeouts.IstioReady,
+		Hub: s.istioHub(), Tag: s.istioTag(), ClusterValues: clusterValues(s.Provider),
 	})
 	if err != nil {
 		return err
 	}
 	in.Logf = s.logf
-	s.logf("istio: %s %s profile %s", s.Cfg.IstioInstall, s.Cfg.IstioVersion, p)
-	return in.Install(ctx)
+	s.logf("istio: %s %s profile %s, images %s/*:%s", s.Cfg.IstioInstall, s.Cfg.IstioVersion, p, s.istioHub(), s.istioTag())
+	if err := in.Install(ctx); err != nil {
+		return err
+	}
+	return s.recordIstioImages(ctx)
 }
 
 // Down rebuilds the report, removes the run's objects (unless -keep-cluster)

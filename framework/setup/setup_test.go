@@ -58,3 +58,23 @@ func TestModesAlwaysIncludeTheBaseline(t *testing.T) {
 		t.Fatalf("Modes(none) = %v", got)
 	}
 }
+
+func TestCheckIstioRef(t *testing.T) {
+	for _, ok := range []string{"localhost/istio/pilot:1.30.3-dev", "localhost/istio/proxyv2:1.30.3-dev-distroless", "meshclaims/workload:dev", "localhost/other/coredns:v1"} {
+		if err := checkIstioRef(ok, "localhost/istio", "1.30.3-dev"); err != nil {
+			t.Errorf("%s: %v", ok, err)
+		}
+	}
+	// Negative controls: an Istio image under another hub or tag.
+	for bad, hint := range map[string]string{
+		"docker.io/istio/pilot:1.30.3-dev":      "-istio-hub=docker.io/istio",
+		"localhost/istio/install-cni:1.30.2":    "-istio-tag=1.30.2",
+		"localhost/istio/pilot:1.30.3-devel":    "-istio-tag=1.30.3-devel",
+		"registry.example.com:5000/pilot:1.30.3": "-istio-hub=registry.example.com:5000",
+	} {
+		err := checkIstioRef(bad, "localhost/istio", "1.30.3-dev")
+		if err == nil || !strings.Contains(err.Error(), hint) {
+			t.Errorf("%s: %v, want an error suggesting %s", bad, err, hint)
+		}
+	}
+}

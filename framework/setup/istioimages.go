@@ -1,0 +1,140 @@
+package setup
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/meshclaims/meshclaims/framework/cluster"
+	"github.com/meshclaims/meshclaims/framework/images"
+	"github.com/meshclaims/meshclaims/framework/istio"
+	"github.com/meshclaims/meshclaims/framework/report"
+)
+
+// loadArchives loads every image archive of -image-archives into the
+// cluster's nodes before Istio is installed, or pushes them to
+// -image-registry. Each image's reference and config digest go into the
+// environment. Istio's images must be named as the charts will ask for them
+// (<hub>/<image>:<tag>); an archive of Istio's under another hub or tag is
+// refused here rather than leaving a pod in ImagePullBackOff.
+func (s *Suite) loadArchives(ctx context.Context) error {
+	dir := s.Cfg.ImageArchives
+	if dir == "" {
+		return nil
+	}
+	tars, err := filepath.Glob(filepath.Join(dir, "*.tar"))
+	if err != nil || len(tars) == 0 {
+		return fmt.Errorf("-image-archives=%q: no *.tar archives", dir)
+	}
+	sort.Strings(tars)
+	hub, tag := s.istioHub(), s.istioTag()
+	for _, tar := range tars {
+		arch, err := images.ReadArchive(tar)
+		if err != nil {
+			return fmt.Errorf("-image-archives: %w", err)
+		}
+		for _, a := range arch {
+			ref := a.Refs[0]
+			if err := checkIstioRef(ref, hub, tag); err != nil {
+				return fmt.Errorf("-image-archives: %s: %w", tar, err)
+			}
+			if s.Cfg.Registry != "" {
+				pushed := s.Cfg.Registry + "/" + ref[strings.LastIndex(ref, "/")+1:]
+				d, err := images.Push(ctx, a.Image, pushed, images.PushOptions{})
+				if err != nil {
+					return err
+				}
+				s.logf("image archives: pushed %s as %s", ref, d)
+				s.envInfo.Images = append(s.envInfo.Images, report.ImageRan{Where: "archive " + filepath.Base(tar) + ", pushed", Image: pushed, ID: d.DigestStr()})
+				continue
+			}
+			s.envInfo.Images = append(s.envInfo.Images, report.ImageRan{Where: "archive " + filepath.Base(tar), Image: ref, ID: a.ConfigDigest.String()})
+		}
+		if s.Cfg.Registry == "" {
+			if err := s.Provider.LoadImage(ctx, tar); err != nil {
+				return err
+			}
+			s.logf("image archives: loaded %s into the nodes", filepath.Base(tar))
+		}
+	}
+	return nil
+}
+
+// istioImageNames are the images Istio's charts name <hub>/<name>:<tag>.
+var istioImageNames = []string{"pilot", "proxyv2", "install-cni", "ztunnel"}
+
+// checkIstioRef refuses an Istio image whose hub or tag is not the one the
+// charts will be given; other images pass.
+func checkIstioRef(ref, hub, tag string) error {
+	repo, t, _ := strings.Cut(ref[strings.LastIndex(ref, "/")+1:], ":")
+	for _, n := range istioImageNames {
+		if repo != n {
+			continue
+		}
+		if want := hub + "/" + n + ":" + tag; ref != want && !strings.HasPrefix(ref, want+"-") {
+			return fmt.Errorf("Istio image %s would not be found: the charts will ask for %s (tag %q; set -istio-hub and -istio-tag to the archive's, e.g. -istio-hub=%s -istio-tag=%s)",
+				ref, want, tag, strings.TrimSuffix(ref[:strings.LastIndex(ref, ":")], "/"+n), t)
+		}
+	}
+	return nil
+}
+
+// istioHub is the hub the charts get: -istio-hub, else -image-registry
+// when archives are pushed there, else docker.io/istio.
+func (s *Suite) istioHub() string {
+	switch {
+	case s.Cfg.IstioHub != "":
+		return s.Cfg.IstioHub
+	case s.Cfg.ImageArchives != "" && s.Cfg.Registry != "":
+		return s.Cfg.Registry
+	}
+	return istio.DefaultHub
+}
+
+// istioTag is the tag the charts get: -istio-tag, else the -istio-version.
+func (s *Suite) istioTag() string {
+	if s.Cfg.IstioTag != "" {
+		return s.Cfg.IstioTag
+	}
+	return s.Cfg.IstioVersion
+}
+
+// clusterValues are the chart values the provider's nodes need.
+func clusterValues(p cluster.Provider) map[istio.Chart]map[string]any {
+	v, ok := p.(cluster.IstioValuer)
+	if !ok {
+		return nil
+	}
+	out := map[istio.Chart]map[string]any{}
+	for c, vals := range v.IstioValues() {
+		out[istio.Chart(c)] = vals
+	}
+	return out
+}
+
+// recordIstioImages puts every container image Istio's pods run, with the
+// image ID the node reports, into the environment.
+func (s *Suite) recordIstioImages(ctx context.Context) error {
+	cs, err := kubernetes.NewForConfig(s.Provider.RESTConfig())
+	if err != nil {
+		return err
+	}
+	pods, err := cs.CoreV1().Pods(istio.DefaultNamespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("listing Istio's pods: %w", err)
+	}
+	for _, p := range pods.Items {
+		for _, st := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
+			s.envInfo.Images = append(s.envInfo.Images, report.ImageRan{
+				Where: "pod " + p.Namespace + "/" + p.Name + "/" + st.Name, Image: st.Image, ID: st.ImageID,
+			})
+		}
+	}
+	return s.Results.SaveEnvironment(s.envInfo)
+}
