@@ -67,9 +67,9 @@ func TestCheckIstioRef(t *testing.T) {
 	}
 	// Negative controls: an Istio image under another hub or tag.
 	for bad, hint := range map[string]string{
-		"docker.io/istio/pilot:1.30.3-dev":      "-istio-hub=docker.io/istio",
-		"localhost/istio/install-cni:1.30.2":    "-istio-tag=1.30.2",
-		"localhost/istio/pilot:1.30.3-devel":    "-istio-tag=1.30.3-devel",
+		"docker.io/istio/pilot:1.30.3-dev":       "-istio-hub=docker.io/istio",
+		"localhost/istio/install-cni:1.30.2":     "-istio-tag=1.30.2",
+		"localhost/istio/pilot:1.30.3-devel":     "-istio-tag=1.30.3-devel",
 		"registry.example.com:5000/pilot:1.30.3": "-istio-hub=registry.example.com:5000",
 	} {
 		err := checkIstioRef(bad, "localhost/istio", "1.30.3-dev")
