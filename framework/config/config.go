@@ -49,6 +49,7 @@ type Timeouts struct {
 	ServiceReady    time.Duration // kubeproxy.service-scale: one Service answering
 	Quiet           time.Duration // a Service steady after a rollout: old pods gone (preStop 10 s + grace 40 s)
 	ProxySync       time.Duration // kube-proxy/ztunnel to program endpoints that just settled
+	ProxyStart      time.Duration // a proxy process started here to serve its admin endpoint (Envoy's own tests)
 }
 
 // DefaultTimeouts returns the defaults.
@@ -64,6 +65,7 @@ func DefaultTimeouts() Timeouts {
 		ServiceReady:    60 * time.Second,
 		Quiet:           3 * time.Minute,
 		ProxySync:       2 * time.Second,
+		ProxyStart:      30 * time.Second,
 	}
 }
 
