@@ -145,6 +145,10 @@ type Options struct {
 	// local provider: its CNI directories, one small istiod), merged under
 	// the ValuesFile's.
 	ClusterValues map[Chart]map[string]any
+	// Proxy is the Envoy build the proxyv2 image carries; empty is
+	// ProxyIstio. ProxyUpstreamEnvoy adds UpstreamEnvoyIstiodValues to
+	// istiod's values.
+	Proxy ProxyKind
 }
 
 // ImageTag is the tag Istio's images are installed and verified with.
@@ -194,6 +198,9 @@ func (o Options) Validate() error {
 		errs = append(errs, err.Error())
 	}
 	if err := o.Charts.Validate(); err != nil {
+		errs = append(errs, err.Error())
+	}
+	if _, err := ParseProxyKind(string(o.Proxy)); err != nil {
 		errs = append(errs, err.Error())
 	}
 	for c := range o.ClusterValues {
