@@ -234,6 +234,9 @@ func (s *Suite) image(ctx context.Context, arch string) (fixtures.Images, error)
 // the control plane alone calls it after an Up of mode none.
 func (s *Suite) InstallIstio(ctx context.Context, p istio.Profile) error {
 	guard := s.guard
+	if err := checkProfileOnProvider(p, s.Cfg.Provider); err != nil {
+		return err
+	}
 	src := istio.ChartSource{RepoURL: istio.DefaultRepoURL}
 	if s.Cfg.IstioCharts != "" {
 		src = istio.ChartSource{Dir: s.Cfg.IstioCharts}
