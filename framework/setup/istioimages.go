@@ -54,6 +54,13 @@ func (s *Suite) loadArchives(ctx context.Context) error {
 			if err := checkIstioRef(s.archiveTarget(a.Refs[0]), hub, tag); err != nil {
 				return fmt.Errorf("-image-archives: %s: %w", tar, err)
 			}
+			pa, err := readProxyArchive(a)
+			if err != nil {
+				return fmt.Errorf("-image-archives: %s: %w", tar, err)
+			}
+			if pa != nil {
+				s.proxy = pa
+			}
 		}
 		loads = append(loads, load{tar, arch})
 	}

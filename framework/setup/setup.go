@@ -51,7 +51,9 @@ type Suite struct {
 	cleaner  *cleanup.Cleaner
 	guard    *cluster.Guard
 	envInfo  report.Environment
-	out      io.Writer
+	// proxy is the proxyv2 image of -image-archives, nil without one.
+	proxy *proxyArchive
+	out   io.Writer
 }
 
 // Modes are the namespaces a run deploys: the selected modes plus the
@@ -184,7 +186,7 @@ func Up(ctx context.Context, cfg *config.Config, reg *claims.Registry, out io.Wr
 	if err := s.Results.SaveEnvironment(s.envInfo); err != nil {
 		return s, err
 	}
-	s.Env = &spec.Env{Config: cfg, Registry: reg, Results: s.Results, Cluster: s.Mesh, Where: where}
+	s.Env = &spec.Env{Config: cfg, Registry: reg, Results: s.Results, Cluster: s.Mesh, Where: where, Proxy: s.envInfo.Proxy.Summary()}
 	return s, nil
 }
 
@@ -243,13 +245,18 @@ func (s *Suite) InstallIstio(ctx context.Context, p istio.Profile) error {
 	}
 	in, err := istio.NewInstaller(s.Provider.RESTConfig(), guard, istio.Options{
 		Profile: p, Version: s.Cfg.IstioVersion, Method: istio.Method(s.Cfg.IstioInstall), Charts: src, Timeout: s.Cfg.Timeouts.IstioReady,
-		Hub: s.istioHub(), Tag: s.istioTag(), ClusterValues: clusterValues(s.Provider),
+		Hub: s.istioHub(), Tag: s.istioTag(), ClusterValues: clusterValues(s.Provider), Proxy: proxyKind(s.proxy),
 	})
 	if err != nil {
 		return err
 	}
 	in.Logf = s.logf
-	s.logf("istio: %s %s profile %s, images %s/*:%s", s.Cfg.IstioInstall, s.Cfg.IstioVersion, p, s.istioHub(), s.istioTag())
+	s.envInfo.Proxy = proxyRan(s.proxy, s.istioHub(), s.istioTag(), s.Cfg.IstioVersion)
+	if istio.Method(s.Cfg.IstioInstall) == istio.MethodSkip {
+		// Nothing is installed: istiod runs with whatever it was given.
+		s.envInfo.Proxy.IstiodSettings = []string{"not set by this run (-istio-install=skip): the installed istiod's own"}
+	}
+	s.logf("istio: %s %s profile %s, images %s/*:%s, %s", s.Cfg.IstioInstall, s.Cfg.IstioVersion, p, s.istioHub(), s.istioTag(), s.envInfo.Proxy.Summary())
 	if err := in.Install(ctx); err != nil {
 		return err
 	}
