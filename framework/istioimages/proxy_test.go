@@ -3,16 +3,21 @@ package istioimages
 import (
 	"archive/tar"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
+	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
+	"github.com/meshclaims/meshclaims/framework/config"
 	"github.com/meshclaims/meshclaims/framework/envoywheel"
 	"github.com/meshclaims/meshclaims/framework/envoywheel/envoytest"
 	"github.com/meshclaims/meshclaims/framework/images"
@@ -247,6 +252,8 @@ func TestRealProxyImage(t *testing.T) {
 		}
 	}
 
+	pilotAgentStartsEnvoy(t, tree, loader, BootstrapTemplate(module))
+
 	// Negative control: the same tree without libm is refused.
 	libm, _ := filepath.Glob(filepath.Join(tree, "*", "*", "libm.so.6"))
 	for _, l := range libm {
@@ -259,3 +266,121 @@ func TestRealProxyImage(t *testing.T) {
 		t.Errorf("CheckLibraries without libm: %v", err)
 	}
 }
+
+// pilotAgentStartsEnvoy runs the tree's pilot-agent as a sidecar would run
+// it (`pilot-agent proxy sidecar`), with the tree's Envoy on the tree's
+// glibc: pilot-agent writes Envoy's bootstrap from Istio's template and
+// starts Envoy, which must accept that bootstrap and serve its admin
+// endpoint (it then waits for istiod, which is not there). A template
+// Envoy cannot parse makes Envoy, and pilot-agent, exit: the negative
+// control. pilot-agent binds Istio's fixed ports (15000, 15020, 15021,
+// 15090) on this host while it runs.
+func pilotAgentStartsEnvoy(t *testing.T, tree string, loader []string, template string) {
+	t.Helper()
+	work := t.TempDir()
+	// pilot-agent reads the mesh's root certificate and the pod's token
+	// relative to its working directory (./var/run/secrets/...), as the
+	// sidecar template mounts them; any PEM certificate starts it.
+	for dir, file := range map[string]string{"var/run/secrets/istio": "root-cert.pem", "var/run/secrets/tokens": "istio-token"} {
+		os.MkdirAll(filepath.Join(work, dir), 0o755)
+		data := "token"
+		if file == "root-cert.pem" {
+			data = testRootCert
+		}
+		os.WriteFile(filepath.Join(work, dir, file), []byte(data), 0o644)
+	}
+	// Envoy through the tree's loader: pilot-agent execs binaryPath.
+	wrapper := filepath.Join(work, "envoy")
+	os.WriteFile(wrapper, []byte("#!/bin/sh\nexec "+strings.Join(loader, " ")+" "+filepath.Join(tree, "usr/local/bin/envoy")+` "$@"`+"\n"), 0o755)
+
+	start := func(tmpl string) (*exec.Cmd, *strings.Builder, chan error) {
+		cmd := exec.Command(filepath.Join(tree, "usr/local/bin/pilot-agent"), "proxy", "sidecar", "--templateFile", tmpl, "--concurrency", "1")
+		cmd.Dir = work
+		cmd.Env = append(os.Environ(),
+			`PROXY_CONFIG={"binaryPath":"`+wrapper+`","configPath":"`+filepath.Join(work, "proxy")+`","discoveryAddress":"127.0.0.1:1","concurrency":1}`,
+			"POD_NAME=meshclaims-test", "POD_NAMESPACE=default", "INSTANCE_IP=127.0.0.1", "CA_ADDR=127.0.0.1:1", "ISTIO_META_CLUSTER_ID=Kubernetes")
+		var log strings.Builder
+		cmd.Stdout, cmd.Stderr = &log, &log
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		return cmd, &log, exited
+	}
+	limit := config.DefaultTimeouts().ProxyStart
+
+	cmd, log, exited := start(template)
+	defer func() { _ = cmd.Process.Signal(os.Interrupt); <-exited }()
+	var info struct {
+		Version string `json:"version"`
+		State   string `json:"state"`
+		Options struct {
+			ConfigPath string `json:"config_path"`
+		} `json:"command_line_options"`
+	}
+	for deadline := time.Now().Add(limit); ; {
+		select {
+		case err := <-exited:
+			exited <- err
+			t.Fatalf("pilot-agent exited (%v); Envoy did not take Istio's bootstrap:\n%s", err, log.String())
+		default:
+		}
+		if resp, err := http.Get("http://127.0.0.1:15000/server_info"); err == nil {
+			err = json.NewDecoder(resp.Body).Decode(&info)
+			resp.Body.Close()
+			if err == nil && info.Version != "" {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Envoy's admin answered no /server_info within %s:\n%s", limit, log.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// Port 15000 is fixed: the Envoy that answered must be this one,
+	// running the bootstrap pilot-agent wrote into this test's directory.
+	if want := filepath.Join(work, "proxy", "envoy-rev.json"); info.Options.ConfigPath != want {
+		t.Fatalf("the Envoy on port 15000 runs %q, not this pilot-agent's %s", info.Options.ConfigPath, want)
+	}
+	if !strings.Contains(info.Version, "/"+envoywheel.Version+"/") {
+		t.Errorf("the Envoy pilot-agent started says version %q", info.Version)
+	}
+	t.Logf("Envoy %s started by pilot-agent on Istio's bootstrap, state %s (no istiod here)", info.Version, info.State)
+	_ = cmd.Process.Signal(os.Interrupt)
+	<-exited
+	exited <- nil
+
+	raw, err := os.ReadFile(template)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := filepath.Join(work, "broken_tmpl.json")
+	os.WriteFile(bad, raw[:len(raw)/2], 0o644)
+	bcmd, blog, bexited := start(bad)
+	select {
+	case err := <-bexited:
+		if err == nil {
+			t.Errorf("pilot-agent exited cleanly on a broken bootstrap:\n%s", blog.String())
+		}
+	case <-time.After(limit):
+		_ = bcmd.Process.Kill()
+		<-bexited
+		t.Errorf("pilot-agent kept running for %s with a bootstrap Envoy cannot parse:\n%s", limit, blog.String())
+	}
+}
+
+// testRootCert is a self-signed certificate (openssl req -x509, EC P-256,
+// O=meshclaims test root): pilot-agent only needs a PEM root to start.
+const testRootCert = `-----BEGIN CERTIFICATE-----
+MIIBkzCCATmgAwIBAgIUT8IeWBv7vBhe/sAxq/jgY/9DMUcwCgYIKoZIzj0EAwIw
+HzEdMBsGA1UECgwUbWVzaGNsYWltcyB0ZXN0IHJvb3QwHhcNMjYxMjAxMDg0MDIx
+WhcNMzYxMTI4MDg0MDIxWjAfMR0wGwYDVQQKDBRtZXNoY2xhaW1zIHRlc3Qgcm9v
+dDBZMBMGByqGSM49AgEGCCqGSM49AwEHA0IABB6mgj4sJXHO+lTo6nwTDVX3zUMd
+E86GNWIgwv5syO6xS7mnZoWU2t8krJsaOBFf0+VWs1IN1gYoBFT9HxWp3yOjUzBR
+MB0GA1UdDgQWBBRvU62qEc5VwTt4SiwkpIhi7qC1xzAfBgNVHSMEGDAWgBRvU62q
+Ec5VwTt4SiwkpIhi7qC1xzAPBgNVHRMBAf8EBTADAQH/MAoGCCqGSM49BAMCA0gA
+MEUCIQCprzOal5Cn4Y5P4O61rWl4xV88EtKyltnfTGc4Hj/3kAIgUT9mcIRvk3Z8
+hnTuV+VsaPO9p5QqL9aLcu5jcvnX0so=
+-----END CERTIFICATE-----
+`
