@@ -202,5 +202,5 @@ func (s *Suite) checkSidecarImage(modes []mode.Mode) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("-mode=sidecar on -provider=local needs the proxy image %s in -image-archives (the node pulls from no registry); make istio-images does not build proxyv2 yet (pilot-agent with Istio's Envoy)", want)
+	return fmt.Errorf("-mode=sidecar on -provider=local needs the proxy image %s in -image-archives (the node pulls from no registry; make istio-images writes proxyv2.tar: pilot-agent with upstream Envoy)", want)
 }
