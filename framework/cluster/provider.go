@@ -137,3 +137,33 @@ func (l *localProvider) Describe() string {
 	return fmt.Sprintf("local single-node cluster: %s; %s; CNI bridge/host-local; CoreDNS v1.15.0 and kube-router v2.1.0 built from their modules",
 		first(c.Containerd, "--version"), first(c.Runc, "--version"))
 }
+
+// IstioValuer is implemented by providers whose nodes need Istio chart
+// values of their own, keyed by chart name (base, istiod, cni, ztunnel);
+// the installer merges them under the user's -istio-values.
+type IstioValuer interface {
+	IstioValues() map[string]map[string]any
+}
+
+// IstioValues fits Istio to the local single-node cluster: one istiod
+// without autoscaling and with small requests (two shared cores), and
+// istio-cni chained onto the node's own CNI configuration and plugin
+// directories (the state directory's net.d and the Debian plugins'
+// directory), with the network namespaces where containerd 1.6's CRI plugin
+// keeps them under netns_mounts_under_state_dir.
+func (l *localProvider) IstioValues() map[string]map[string]any {
+	c := l.Config()
+	return map[string]map[string]any{
+		"istiod": {
+			"autoscaleEnabled": false,
+			"replicaCount":     1,
+			"resources":        map[string]any{"requests": map[string]any{"cpu": "100m", "memory": "256Mi"}},
+		},
+		"cni": {
+			"cniBinDir":   c.CNIBinDir,
+			"cniConfDir":  c.Layout().CNIConfDir(),
+			"cniNetnsDir": filepath.Join(c.Layout().ContainerdState(), "io.containerd.grpc.v1.cri", "netns"),
+			"resources":   map[string]any{"requests": map[string]any{"cpu": "50m", "memory": "64Mi"}},
+		},
+	}
+}

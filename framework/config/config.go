@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 
+	"github.com/meshclaims/meshclaims/framework/config/timeouts"
 	"github.com/meshclaims/meshclaims/framework/istio"
 	"github.com/meshclaims/meshclaims/framework/mode"
 )
@@ -39,56 +40,12 @@ const (
 // FailOns lists the -fail-on values.
 var FailOns = []string{FailOnNotReproduced, FailOnError}
 
-// Timeouts are every wait of the suite. Defaults suit kind on a laptop;
-// EKS release qualification may raise them.
-type Timeouts struct {
-	ClusterCreate   time.Duration // kind create or local start
-	IstioReady      time.Duration // istiod, CNI and ztunnel ready
-	WorkloadsReady  time.Duration // Deployments of a mode available
-	RolloutComplete time.Duration // GUIDE: kubectl rollout status --timeout=60s
-	Probe           time.Duration // one probe request (plaintext, NetworkPolicy, ...)
-	// NetPolSettle is the documented bounded wait after a NetworkPolicy
-	// changes on a cluster whose enforcer's rules the suite cannot read
-	// (every provider but local, where kube-router's iptables are polled).
-	NetPolSettle time.Duration
-	Cleanup      time.Duration // deleting the suite's namespaces
-	ServiceReady time.Duration // kubeproxy.service-scale: one Service answering
-	Quiet        time.Duration // a Service steady after a rollout: old pods gone (preStop 10 s + grace 40 s)
-	ProxySync    time.Duration // kube-proxy/ztunnel to program endpoints that just settled
-	GatewayReady time.Duration // a Deployment istiod creates for a Gateway (ingress, waypoint) to appear and roll out, and a waypoint's Gateway to be Programmed with an address
-	// PolicyRestore bounds the wait, after a spec removed its policy, until
-	// a probe shows the base behaviour again (the next spec's precondition).
-	PolicyRestore time.Duration
-	// ConfigPushed bounds the wait, after a spec applied or removed an
-	// Istio or NetworkPolicy object, until the proxies' admin dumps (or
-	// the enforcer's rules) carry the change; ConvergePoll is how often
-	// they are read and ConvergeTimes how many reads in a row must agree
-	// (the Gateway API suite's RequiredConsecutiveSuccesses).
-	ConfigPushed  time.Duration
-	ConvergePoll  time.Duration
-	ConvergeTimes int
-}
+// Timeouts are every wait of the suite (see package timeouts, which holds
+// them apart from config so that packages config depends on can use them).
+type Timeouts = timeouts.Timeouts
 
 // DefaultTimeouts returns the defaults.
-func DefaultTimeouts() Timeouts {
-	return Timeouts{
-		ClusterCreate:   10 * time.Minute,
-		IstioReady:      5 * time.Minute,
-		WorkloadsReady:  5 * time.Minute,
-		RolloutComplete: 60 * time.Second,
-		Probe:           5 * time.Second,
-		NetPolSettle:    10 * time.Second,
-		Cleanup:         3 * time.Minute,
-		ServiceReady:    60 * time.Second,
-		Quiet:           3 * time.Minute,
-		ProxySync:       2 * time.Second,
-		GatewayReady:    3 * time.Minute,
-		PolicyRestore:   90 * time.Second,
-		ConfigPushed:    60 * time.Second,
-		ConvergePoll:    time.Second,
-		ConvergeTimes:   3,
-	}
-}
+func DefaultTimeouts() Timeouts { return timeouts.Default() }
 
 // Config is one run's configuration.
 type Config struct {
@@ -121,6 +78,13 @@ type Config struct {
 	// with many failures stays small; 0 collects none.
 	EvidenceMax int
 	Timeouts    Timeouts
+
+	// Istio's images (images.go): registry prefix and tag for the charts
+	// (empty: docker.io/istio and the -istio-version), and a directory of
+	// image archives to load into the nodes (or push to Registry).
+	IstioHub      string
+	IstioTag      string
+	ImageArchives string
 
 	sharedKubeconfig *flag.Flag
 }
@@ -162,6 +126,7 @@ func Register(fs *flag.FlagSet) *Config {
 	fs.DurationVar(&c.Timeouts.ConfigPushed, "config-pushed-timeout", c.Timeouts.ConfigPushed, "limit for the proxies' admin dumps (or kube-router's rules) to carry an applied policy")
 	fs.DurationVar(&c.Timeouts.RolloutComplete, "rollout-timeout", c.Timeouts.RolloutComplete, "limit for one rollout to complete (GUIDE: 60s)")
 	fs.DurationVar(&c.Timeouts.WorkloadsReady, "ready-timeout", c.Timeouts.WorkloadsReady, "limit for a mode's workloads to become ready")
+	registerImageFlags(fs, c)
 	return c
 }
 
@@ -239,6 +204,7 @@ func (c *Config) Validate(repoRoot string, now time.Time) error {
 		bad("-run-id=%q may hold only letters, digits, dot, dash and underscore", c.RunID)
 	}
 	c.ResultsDir = filepath.Join(c.ResultsRoot, c.RunID)
+	c.validateImageFlags(bad)
 	if len(errs) > 0 {
 		return fmt.Errorf("invalid flags:\n  %s", strings.Join(errs, "\n  "))
 	}

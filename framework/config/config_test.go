@@ -170,3 +170,39 @@ func TestImagesFlagIsGone(t *testing.T) {
 		t.Fatalf("-images accepted (%v) though nothing uses it", err)
 	}
 }
+
+func TestImageSourceFlags(t *testing.T) {
+	archives := t.TempDir()
+	if err := os.WriteFile(filepath.Join(archives, "pilot.tar"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := parse(t, "-istio-hub=localhost/istio", "-istio-tag=1.30.3-dev", "-image-archives="+archives, "-provider=local")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.IstioHub != "localhost/istio" || c.IstioTag != "1.30.3-dev" || c.ImageArchives != archives {
+		t.Fatalf("parsed %q %q %q", c.IstioHub, c.IstioTag, c.ImageArchives)
+	}
+	if c, err := parse(t); err != nil || c.IstioHub != "" || c.IstioTag != "" || c.ImageArchives != "" {
+		t.Fatalf("defaults: %v %+v", err, c)
+	}
+	empty := t.TempDir()
+	cases := map[string][]string{
+		`-istio-hub="Docker.io/Istio" is not an image repository prefix; accepted:`: {"-istio-hub=Docker.io/Istio"},
+		`-istio-hub="docker.io/istio:1.30"`:                                         {"-istio-hub=docker.io/istio:1.30"},
+		`-istio-tag="1.30/2" is not an image tag; accepted:`:                        {"-istio-tag=1.30/2"},
+		`-istio-tag="-dev"`: {"-istio-tag=-dev"},
+		`-image-archives="/nonexistent-meshclaims" is not a directory`:  {"-image-archives=/nonexistent-meshclaims"},
+		`holds no *.tar image archive`:                                  {"-image-archives=" + empty},
+		`-image-archives with -provider=existing needs -image-registry`: {"-image-archives=" + archives, "-provider=existing"},
+	}
+	for want, args := range cases {
+		_, err := parse(t, args...)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%v: error %v, want it to contain %q", args, err, want)
+		}
+	}
+	if _, err := parse(t, "-image-archives="+archives, "-provider=existing", "-image-registry=registry.example.com/mirror"); err != nil {
+		t.Errorf("archives pushed to a registry of an existing cluster: %v", err)
+	}
+}

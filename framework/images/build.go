@@ -158,7 +158,7 @@ func Build(ctx context.Context, spec Spec) (Image, error) {
 	if err != nil {
 		return Image{}, err
 	}
-	img, err := assemble(s, files)
+	img, err := assemble(buildConfig(s), files)
 	if err != nil {
 		return Image{}, fmt.Errorf("images: assembling image of %s: %w", s.MainPackage, err)
 	}

@@ -26,6 +26,7 @@ type layerEntry struct {
 	mode     int64 // permission bits (plus sticky for /tmp)
 	uid, gid int
 	data     []byte
+	link     string // symlink target; set for symbolic links only
 }
 
 // passwd and group define root and the non-root user, so tools inside the
@@ -106,17 +107,21 @@ func layerTar(entries []layerEntry, created time.Time) ([]byte, error) {
 			ModTime: created,
 			Format:  tar.FormatPAX,
 		}
-		if e.dir {
+		switch {
+		case e.dir:
 			hdr.Typeflag = tar.TypeDir
 			hdr.Name += "/"
-		} else {
+		case e.link != "":
+			hdr.Typeflag = tar.TypeSymlink
+			hdr.Linkname = e.link
+		default:
 			hdr.Typeflag = tar.TypeReg
 			hdr.Size = int64(len(e.data))
 		}
 		if err := tw.WriteHeader(hdr); err != nil {
 			return nil, fmt.Errorf("tar header for %s: %w", e.path, err)
 		}
-		if !e.dir {
+		if !e.dir && e.link == "" {
 			if _, err := tw.Write(e.data); err != nil {
 				return nil, fmt.Errorf("tar content of %s: %w", e.path, err)
 			}
@@ -147,10 +152,43 @@ func gzipBytes(data []byte) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// assemble builds the OCI image: one layer on empty.Image, config for a
-// non-root static binary.
-func assemble(s Spec, entries []layerEntry) (v1.Image, error) {
-	raw, err := layerTar(entries, s.Created)
+// imageConfig is what an image's config says besides its layer.
+type imageConfig struct {
+	goarch     string
+	user       string // "uid:gid"
+	entrypoint []string
+	cmd        []string
+	env        []string
+	workingDir string
+	labels     map[string]string
+	created    time.Time
+	createdBy  string // the layer's history
+	comment    string
+}
+
+// buildConfig is the config of a Build image: a non-root static binary.
+func buildConfig(s Spec) imageConfig {
+	labels := map[string]string{LabelVersion: s.Version}
+	if s.Source != "" {
+		labels[LabelSource] = s.Source
+	}
+	if s.Revision != "" {
+		labels[LabelRevision] = s.Revision
+	}
+	for k, v := range s.Labels {
+		labels[k] = v
+	}
+	return imageConfig{
+		goarch: s.GOARCH, user: fmt.Sprintf("%d:%d", NonRootUID, NonRootGID),
+		entrypoint: s.Entrypoint, cmd: s.Cmd, env: s.Env, workingDir: s.WorkingDir,
+		labels: labels, created: s.Created,
+		createdBy: "meshclaims images.Build " + s.MainPackage, comment: "static Go binary at " + s.BinaryPath,
+	}
+}
+
+// assemble builds the OCI image: one layer on empty.Image, and its config.
+func assemble(c imageConfig, entries []layerEntry) (v1.Image, error) {
+	raw, err := layerTar(entries, c.created)
 	if err != nil {
 		return nil, err
 	}
@@ -166,14 +204,10 @@ func assemble(s Spec, entries []layerEntry) (v1.Image, error) {
 	}
 
 	base := mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), types.OCIConfigJSON)
-	created := v1.Time{Time: s.Created}
+	created := v1.Time{Time: c.created}
 	img, err := mutate.Append(base, mutate.Addendum{
-		Layer: layer,
-		History: v1.History{
-			Created:   created,
-			CreatedBy: "meshclaims images.Build " + s.MainPackage,
-			Comment:   "static Go binary at " + s.BinaryPath,
-		},
+		Layer:     layer,
+		History:   v1.History{Created: created, CreatedBy: c.createdBy, Comment: c.comment},
 		MediaType: types.OCILayer,
 	})
 	if err != nil {
@@ -185,23 +219,13 @@ func assemble(s Spec, entries []layerEntry) (v1.Image, error) {
 	}
 	cfg = cfg.DeepCopy()
 	cfg.OS = "linux"
-	cfg.Architecture = s.GOARCH
+	cfg.Architecture = c.goarch
 	cfg.Created = created
-	cfg.Config.User = fmt.Sprintf("%d:%d", NonRootUID, NonRootGID)
-	cfg.Config.Entrypoint = append([]string(nil), s.Entrypoint...)
-	cfg.Config.Cmd = append([]string(nil), s.Cmd...)
-	cfg.Config.Env = append([]string(nil), s.Env...)
-	cfg.Config.WorkingDir = s.WorkingDir
-	labels := map[string]string{LabelVersion: s.Version}
-	if s.Source != "" {
-		labels[LabelSource] = s.Source
-	}
-	if s.Revision != "" {
-		labels[LabelRevision] = s.Revision
-	}
-	for k, v := range s.Labels {
-		labels[k] = v
-	}
-	cfg.Config.Labels = labels
+	cfg.Config.User = c.user
+	cfg.Config.Entrypoint = append([]string(nil), c.entrypoint...)
+	cfg.Config.Cmd = append([]string(nil), c.cmd...)
+	cfg.Config.Env = append([]string(nil), c.env...)
+	cfg.Config.WorkingDir = c.workingDir
+	cfg.Config.Labels = c.labels
 	return mutate.ConfigFile(img, cfg)
 }

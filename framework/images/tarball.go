@@ -2,6 +2,7 @@ package images
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -56,4 +57,49 @@ func WriteTarball(img v1.Image, ref, path string) error {
 		return fmt.Errorf("images: writing %s as %s: %w", ref, path, err)
 	}
 	return nil
+}
+
+// Archive is one image of a docker image archive.
+type Archive struct {
+	// Path is the archive file.
+	Path string
+	// Refs are the image's tags as the archive names them.
+	Refs []string
+	// ConfigDigest is the image ID, what a node shows after the import.
+	ConfigDigest v1.Hash
+	// Image reads the image from the archive (for a push).
+	Image v1.Image
+}
+
+// ReadArchive lists the images of a docker image archive (WriteTarball,
+// docker save). An archive without a tagged image is refused: nothing
+// could name it after the import.
+func ReadArchive(path string) ([]Archive, error) {
+	m, err := tarball.LoadManifest(func() (io.ReadCloser, error) { return os.Open(path) })
+	if err != nil {
+		return nil, fmt.Errorf("images: %s is not a docker image archive: %w", path, err)
+	}
+	var out []Archive
+	for _, d := range m {
+		if len(d.RepoTags) == 0 {
+			return nil, fmt.Errorf("images: %s holds an image without a tag (config %s); accepted: archives of tagged images, as docker save or make istio-images write them", path, d.Config)
+		}
+		tag, err := name.NewTag(d.RepoTags[0])
+		if err != nil {
+			return nil, fmt.Errorf("images: %s names image %q: %w", path, d.RepoTags[0], err)
+		}
+		img, err := tarball.ImageFromPath(path, &tag)
+		if err != nil {
+			return nil, fmt.Errorf("images: reading %s from %s: %w", d.RepoTags[0], path, err)
+		}
+		cd, err := img.ConfigName()
+		if err != nil {
+			return nil, fmt.Errorf("images: config digest of %s in %s: %w", d.RepoTags[0], path, err)
+		}
+		out = append(out, Archive{Path: path, Refs: d.RepoTags, ConfigDigest: cd, Image: img})
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("images: %s holds no image", path)
+	}
+	return out, nil
 }

@@ -89,3 +89,26 @@ func TestWriteTarballRejectsBadInput(t *testing.T) {
 		t.Error("a rejected call left a file behind")
 	}
 }
+
+func TestReadArchive(t *testing.T) {
+	p := mustPack(t, packSpec(rootFSFixture(t)))
+	path := filepath.Join(t.TempDir(), "cni.tar")
+	if err := WriteTarball(p.Image, "localhost/istio/install-cni:1.30.3-dev", path); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadArchive(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Refs[0] != "localhost/istio/install-cni:1.30.3-dev" || got[0].ConfigDigest != p.ConfigDigest {
+		t.Fatalf("ReadArchive: %+v, want the ref and config digest %s", got, p.ConfigDigest)
+	}
+	// Negative control: a file that is not an image archive.
+	notTar := filepath.Join(t.TempDir(), "x.tar")
+	if err := os.WriteFile(notTar, []byte("not a tarball"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadArchive(notTar); err == nil || !strings.Contains(err.Error(), "is not a docker image archive") {
+		t.Fatalf("ReadArchive of a non-archive: %v", err)
+	}
+}

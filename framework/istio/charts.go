@@ -172,8 +172,10 @@ func (s ChartSource) loadRepo(c Chart, version string) (*chart.Chart, error) {
 }
 
 // Values are the chart values the installer sets for chart c: the profile,
-// the image hub and tag (the Istio version), on top of which the user's
-// per-chart values from Options.ValuesFile are merged.
+// the image hub and tag (Options.ImageTag), then the cluster's own values
+// (Options.ClusterValues), on top of which the user's per-chart values from
+// Options.ValuesFile are merged, and last, for istiod with
+// Options.Proxy ProxyUpstreamEnvoy, UpstreamEnvoyIstiodValues.
 func Values(c Chart, o Options, user map[string]any) map[string]any {
 	o = o.withDefaults()
 	// hub/tag sit under global for istiod, and at the top level of
@@ -181,10 +183,10 @@ func Values(c Chart, o Options, user map[string]any) map[string]any {
 	// installer (istioctl) does.
 	v := map[string]any{
 		"hub": o.Hub,
-		"tag": o.Version,
+		"tag": o.ImageTag(),
 		"global": map[string]any{
 			"hub":            o.Hub,
-			"tag":            o.Version,
+			"tag":            o.ImageTag(),
 			"istioNamespace": o.Namespace,
 		},
 	}
@@ -196,7 +198,29 @@ func Values(c Chart, o Options, user map[string]any) map[string]any {
 	if c == ChartBase {
 		v["defaultRevision"] = "default"
 	}
-	return mergeValues(v, user)
+	if cv := o.ClusterValues[c]; cv != nil {
+		v = mergeValues(v, deepCopyValues(cv))
+	}
+	v = mergeValues(v, deepCopyValues(user))
+	// Upstream Envoy's settings go last: a user's values cannot turn back
+	// on a filter this Envoy would reject.
+	if c == ChartIstiod && o.Proxy == ProxyUpstreamEnvoy {
+		v = mergeValues(v, UpstreamEnvoyIstiodValues())
+	}
+	return v
+}
+
+// deepCopyValues copies nested maps, so merging never writes into the
+// caller's Options.
+func deepCopyValues(m map[string]any) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		if vm, ok := v.(map[string]any); ok {
+			v = deepCopyValues(vm)
+		}
+		out[k] = v
+	}
+	return out
 }
 
 // mergeValues merges src over dst, recursing into maps.

@@ -42,7 +42,7 @@ func chartsDir(t *testing.T) string {
 		if os.Getenv(apiserver.EnvRequire) == "1" {
 			t.Fatalf("%s is not set but %s=1: set it to the istio.io/istio module directory", EnvCharts, apiserver.EnvRequire)
 		}
-		t.Skipf("%s not set (the directory of `go mod download -json istio.io/istio@v0.0.0-20260827124520-eed52ebb66ad`)", EnvCharts)
+		t.Skipf("%s not set (the directory of `go mod download -json istio.io/istio@v0.0.0-20260826214018-9739e10eb9d7`, the Makefile's ISTIO_MODULE)", EnvCharts)
 	}
 	return dir
 }

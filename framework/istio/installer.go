@@ -141,13 +141,13 @@ func (i *Installer) installChart(ctx context.Context, c Chart, user map[string]a
 }
 
 // VerifyVersion checks that istiod (and, for ambient, istio-cni and
-// ztunnel) run images of o.Version.
+// ztunnel) run images tagged o.ImageTag() (the Version unless Tag is set).
 func (i *Installer) VerifyVersion(ctx context.Context) error {
 	images, err := i.runningImages(ctx)
 	if err != nil {
 		return err
 	}
-	return CheckImageVersions(images, i.opts.Version)
+	return CheckImageVersions(images, i.opts.ImageTag())
 }
 
 func (i *Installer) runningImages(ctx context.Context) (map[string]string, error) {

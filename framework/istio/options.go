@@ -138,6 +138,29 @@ type Options struct {
 	GatewayCRDDir string
 	// Timeout bounds the wait for each chart's readiness (default 5m).
 	Timeout time.Duration
+
+	// Tag is the image tag (global.tag); empty means Version. A mirror or
+	// a build from source (make istio-images) tags its images its own way.
+	Tag string
+	// ClusterValues are per-chart values the cluster itself needs (the
+	// local provider: its CNI directories, one small istiod), merged under
+	// the ValuesFile's.
+	ClusterValues map[Chart]map[string]any
+	// Proxy is the Envoy build the proxyv2 image carries; empty is
+	// ProxyIstio. ProxyUpstreamEnvoy adds UpstreamEnvoyIstiodValues to
+	// istiod's values.
+	Proxy ProxyKind
+}
+
+// ImageTag is the tag Istio's images are installed and verified with.
+func (o Options) ImageTag() string {
+	if o.Tag != "" {
+		return o.Tag
+	}
+	if o.Version == "" {
+		return DefaultVersion
+	}
+	return o.Version
 }
 
 func (o Options) withDefaults() Options {
@@ -177,6 +200,14 @@ func (o Options) Validate() error {
 	}
 	if err := o.Charts.Validate(); err != nil {
 		errs = append(errs, err.Error())
+	}
+	if _, err := ParseProxyKind(string(o.Proxy)); err != nil {
+		errs = append(errs, err.Error())
+	}
+	for c := range o.ClusterValues {
+		if _, ok := sourceTreeDirs[c]; !ok {
+			errs = append(errs, fmt.Sprintf("cluster values for unknown chart %q; accepted: base, istiod, cni, ztunnel", c))
+		}
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("istio options: %s", strings.Join(errs, "; "))

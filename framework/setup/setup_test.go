@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/meshclaims/meshclaims/framework/apiserver"
+	"github.com/meshclaims/meshclaims/framework/istio"
 	"github.com/meshclaims/meshclaims/framework/kube"
 	"github.com/meshclaims/meshclaims/framework/mode"
 )
@@ -56,5 +57,39 @@ func TestModesAlwaysIncludeTheBaseline(t *testing.T) {
 	}
 	if got := Modes([]mode.Mode{mode.None}); len(got) != 1 {
 		t.Fatalf("Modes(none) = %v", got)
+	}
+}
+
+func TestCheckIstioRef(t *testing.T) {
+	for _, ok := range []string{"localhost/istio/pilot:1.30.3-dev", "localhost/istio/proxyv2:1.30.3-dev-distroless", "meshclaims/workload:dev", "localhost/other/coredns:v1"} {
+		if err := checkIstioRef(ok, "localhost/istio", "1.30.3-dev"); err != nil {
+			t.Errorf("%s: %v", ok, err)
+		}
+	}
+	// Negative controls: an Istio image under another hub or tag.
+	for bad, hint := range map[string]string{
+		"docker.io/istio/pilot:1.30.3-dev":       "-istio-hub=docker.io/istio",
+		"localhost/istio/install-cni:1.30.2":     "-istio-tag=1.30.2",
+		"localhost/istio/pilot:1.30.3-devel":     "-istio-tag=1.30.3-devel",
+		"registry.example.com:5000/pilot:1.30.3": "-istio-hub=registry.example.com:5000",
+	} {
+		err := checkIstioRef(bad, "localhost/istio", "1.30.3-dev")
+		if err == nil || !strings.Contains(err.Error(), hint) {
+			t.Errorf("%s: %v, want an error suggesting %s", bad, err, hint)
+		}
+	}
+}
+
+func TestCheckProfileOnProvider(t *testing.T) {
+	if err := checkProfileOnProvider(istio.ProfileAmbient, "local"); err == nil || !strings.Contains(err.Error(), "PID namespace") {
+		t.Errorf("ambient on local: %v", err)
+	}
+	for _, ok := range []struct {
+		p        istio.Profile
+		provider string
+	}{{istio.ProfileDefault, "local"}, {istio.ProfileAmbient, "kind"}, {istio.ProfileAmbient, "existing"}} {
+		if err := checkProfileOnProvider(ok.p, ok.provider); err != nil {
+			t.Errorf("%s on %s: %v", ok.p, ok.provider, err)
+		}
 	}
 }

@@ -143,3 +143,20 @@ func TestRefuseParallel(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// A record of a mode whose traffic passes through proxyv2 names the proxy
+// beside where it ran; others do not.
+func TestWhereForStatesTheProxy(t *testing.T) {
+	e := &Env{Where: "local (https://127.0.0.1:6443)", Proxy: "proxy upstream-envoy: localhost/istio/proxyv2:1.30.3-dev"}
+	if got := e.WhereFor(mode.Sidecar); got != "local (https://127.0.0.1:6443); proxy upstream-envoy: localhost/istio/proxyv2:1.30.3-dev" {
+		t.Errorf("sidecar: %q", got)
+	}
+	for _, m := range []mode.Mode{mode.None, mode.AmbientL4} {
+		if got := e.WhereFor(m); got != e.Where {
+			t.Errorf("%s: %q", m, got)
+		}
+	}
+	if got := (&Env{Where: "x"}).WhereFor(mode.Sidecar); got != "x" {
+		t.Errorf("no proxy: %q", got)
+	}
+}
