@@ -94,6 +94,9 @@ func Up(ctx context.Context, cfg *config.Config, reg *claims.Registry, out io.Wr
 		return s, err
 	}
 	s.logf("results: %s", cfg.ResultsDir)
+	if err := checkZtunnelImage(cfg); err != nil {
+		return s, err
+	}
 
 	// 1. The cluster, pinned once. cluster.Setup is e2e-framework's env.Func.
 	s.Provider, err = cluster.New(cfg.Provider, cluster.Options{
@@ -241,6 +244,7 @@ func (s *Suite) InstallIstio(ctx context.Context, p istio.Profile) error {
 	in, err := istio.NewInstaller(s.Provider.RESTConfig(), guard, istio.Options{
 		Profile: p, Version: s.Cfg.IstioVersion, Method: istio.Method(s.Cfg.IstioInstall), Charts: src, Timeout: s.Cfg.Timeouts.IstioReady,
 		Hub: s.istioHub(), Tag: s.istioTag(), ClusterValues: clusterValues(s.Provider),
+		ExactImages: s.Cfg.ImageArchives != "",
 	})
 	if err != nil {
 		return err
