@@ -236,6 +236,16 @@ func (s *Suite) image(ctx context.Context, arch string) (fixtures.Images, error)
 // records the images its pods run. Up calls it for meshed modes; a test of
 // the control plane alone calls it after an Up of mode none.
 func (s *Suite) InstallIstio(ctx context.Context, p istio.Profile) error {
+	return s.installIstio(ctx, p, nil)
+}
+
+// InstallIstioCharts installs only the given charts of profile p, as
+// InstallIstio would (same values), and records the images.
+func (s *Suite) InstallIstioCharts(ctx context.Context, p istio.Profile, charts ...istio.Chart) error {
+	return s.installIstio(ctx, p, charts)
+}
+
+func (s *Suite) installIstio(ctx context.Context, p istio.Profile, only []istio.Chart) error {
 	guard := s.guard
 	src := istio.ChartSource{RepoURL: istio.DefaultRepoURL}
 	if s.Cfg.IstioCharts != "" {
@@ -251,7 +261,12 @@ func (s *Suite) InstallIstio(ctx context.Context, p istio.Profile) error {
 	}
 	in.Logf = s.logf
 	s.logf("istio: %s %s profile %s, images %s/*:%s", s.Cfg.IstioInstall, s.Cfg.IstioVersion, p, s.istioHub(), s.istioTag())
-	if err := in.Install(ctx); err != nil {
+	if only != nil {
+		err = in.InstallCharts(ctx, only...)
+	} else {
+		err = in.Install(ctx)
+	}
+	if err != nil {
 		return err
 	}
 	return s.recordIstioImages(ctx)
