@@ -1,6 +1,7 @@
 package istiod
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -8,6 +9,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"math/big"
 	"net/url"
 	"os"
@@ -16,10 +18,15 @@ import (
 	"testing"
 	"time"
 
+	securityapi "istio.io/api/security/v1"
+	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
+	securityv1 "istio.io/client-go/pkg/apis/security/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/meshclaims/meshclaims/fixtures"
 	"github.com/meshclaims/meshclaims/framework/apiserver"
 )
 
@@ -193,5 +200,34 @@ func TestCSRAndCheckIssued(t *testing.T) {
 	}
 	if _, err := RootPool("not pem"); err == nil {
 		t.Errorf("RootPool accepted garbage")
+	}
+}
+
+type fakeDryRun struct{ err error }
+
+func (f fakeDryRun) DryRun(context.Context, ...client.Object) error { return f.err }
+
+// ExpectDenied passes only on istiod's own denial for the stated reason.
+func TestExpectDenied(t *testing.T) {
+	vs, want := BrokenVirtualService(fixtures.Target{Namespace: "meshclaims-sidecar", Run: "r1"})
+	if vs.(*networkingv1.VirtualService).Spec.Http[0].Retries.Attempts != -3 {
+		t.Fatalf("broken VirtualService is not broken: %+v", vs)
+	}
+	ap, _ := BrokenAuthorizationPolicy(fixtures.Target{Namespace: "meshclaims-sidecar", Run: "r1"})
+	if p := ap.(*securityv1.AuthorizationPolicy); p.Spec.Action != securityapi.AuthorizationPolicy_DENY || p.Spec.Rules != nil {
+		t.Fatalf("broken AuthorizationPolicy is not broken: %+v", p)
+	}
+	denied := fmt.Errorf(`apply: admission webhook "validation.istio.io" denied the request: configuration is invalid: %s`, want)
+	if err := ExpectDenied(context.Background(), fakeDryRun{denied}, vs, want); err != nil {
+		t.Errorf("istiod's denial not accepted: %v", err)
+	}
+	for name, err := range map[string]error{
+		"admitted":           nil,
+		"schema, not istiod": errors.New(`VirtualService.networking.istio.io "x" is invalid: spec.http[0].retries.attempts: Invalid value`),
+		"another reason":     errors.New(`admission webhook "validation.istio.io" denied the request: configuration is invalid: host must be a FQDN`),
+	} {
+		if ExpectDenied(context.Background(), fakeDryRun{err}, vs, want) == nil {
+			t.Errorf("%s: ExpectDenied passed", name)
+		}
 	}
 }

@@ -2,8 +2,11 @@ package istiod_test
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -24,6 +27,7 @@ import (
 	"github.com/meshclaims/meshclaims/framework/config"
 	"github.com/meshclaims/meshclaims/framework/istio"
 	"github.com/meshclaims/meshclaims/framework/istiod"
+	"github.com/meshclaims/meshclaims/framework/istioimages"
 	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/setup"
 )
@@ -119,6 +123,44 @@ func TestIstiodOnLocalCluster(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+
+	t.Run("images", func(t *testing.T) {
+		// istiod runs the archive's image (the node's image ID is the
+		// config digest make istio-images wrote) and reports the version
+		// linked into it, which pilot parses as 1.30, not as "unknown".
+		want := archiveConfigDigest(t, "pilot")
+		pods, err := k.ReadyPods(ctx, istio.DefaultNamespace, "app=istiod")
+		if err != nil || len(pods) == 0 {
+			t.Fatalf("no ready istiod pod: %v", err)
+		}
+		for _, st := range pods[0].Status.ContainerStatuses {
+			if st.Name == "discovery" && !strings.HasSuffix(st.ImageID, want) {
+				t.Errorf("istiod runs image %s (ID %s), not the archive's %s", st.Image, st.ImageID, want)
+			}
+		}
+		env := s.Environment()
+		var recorded bool
+		for _, im := range env.Images {
+			recorded = recorded || strings.HasSuffix(im.Where, "/discovery") && strings.HasSuffix(im.ID, want)
+		}
+		if !recorded {
+			t.Errorf("the environment does not record istiod's image %s: %+v", want, env.Images)
+		}
+		for _, im := range env.Images {
+			t.Logf("environment: %s  %s  %s", im.Where, im.Image, im.ID)
+		}
+		resp, err := http.Get("http://" + pods[0].Status.PodIP + ":15014/version")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if v := string(body); !strings.HasPrefix(v, istioVersion(t)+"-") {
+			t.Errorf("istiod reports version %q, want %s-<commit>-Clean", v, istioVersion(t))
+		} else {
+			t.Logf("istiod reports version %s", v)
+		}
+	})
 
 	t.Run("webhook", func(t *testing.T) {
 		var objs []client.Object
@@ -259,6 +301,8 @@ func TestIstiodOnLocalCluster(t *testing.T) {
 				bad := istiod.SPIFFEID("cluster.local", ns, fixtures.ServiceAccountBad)
 				if err := istiod.CheckIssued(chain, bad, roots); err != nil {
 					t.Errorf("%s: with sa %s's token: %v", m, fixtures.ServiceAccountBad, err)
+				} else {
+					t.Logf("%s: sa %s's token with a CSR for %s got a certificate for %s only", m, fixtures.ServiceAccountBad, good, bad)
 				}
 			} else {
 				t.Logf("%s: sa %s's token refused for %s: %v", m, fixtures.ServiceAccountBad, good, err)
@@ -284,12 +328,30 @@ func istioVersion(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, l := range strings.Split(string(raw), "\n") {
-		if k, v, ok := strings.Cut(strings.TrimSpace(l), ":"); ok && k == `"tag"` {
-			return strings.Trim(strings.TrimSpace(v), `",`)
+	var m istioimages.Manifest
+	if err := json.Unmarshal(raw, &m); err != nil || m.Tag == "" {
+		t.Fatalf("images.json: tag %q, %v", m.Tag, err)
+	}
+	return m.Tag
+}
+
+// archiveConfigDigest is the config digest images.json records for image.
+func archiveConfigDigest(t *testing.T, image string) string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(os.Getenv("MESHCLAIMS_ISTIO_IMAGES"), "images.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m istioimages.Manifest
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	for _, im := range m.Images {
+		if im.Name == image {
+			return im.ConfigDigest
 		}
 	}
-	t.Fatal("images.json has no tag")
+	t.Fatalf("images.json has no image %s", image)
 	return ""
 }
 

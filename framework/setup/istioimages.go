@@ -34,36 +34,61 @@ func (s *Suite) loadArchives(ctx context.Context) error {
 	}
 	sort.Strings(tars)
 	hub, tag := s.istioHub(), s.istioTag()
+	pushing := s.Cfg.Registry != ""
+	if pushing && s.Cfg.IstioHub != "" && s.Cfg.IstioHub != s.Cfg.Registry {
+		return fmt.Errorf("-istio-hub=%q, but -image-archives are pushed to -image-registry=%q, where the charts must find them: leave -istio-hub unset (or equal to the registry)", s.Cfg.IstioHub, s.Cfg.Registry)
+	}
+	// Every archive is read and checked before any is loaded, so a
+	// refusal leaves the nodes as they were.
+	type load struct {
+		tar    string
+		images []images.Archive
+	}
+	var loads []load
 	for _, tar := range tars {
 		arch, err := images.ReadArchive(tar)
 		if err != nil {
 			return fmt.Errorf("-image-archives: %w", err)
 		}
 		for _, a := range arch {
-			ref := a.Refs[0]
-			if err := checkIstioRef(ref, hub, tag); err != nil {
+			if err := checkIstioRef(s.archiveTarget(a.Refs[0]), hub, tag); err != nil {
 				return fmt.Errorf("-image-archives: %s: %w", tar, err)
 			}
-			if s.Cfg.Registry != "" {
-				pushed := s.Cfg.Registry + "/" + ref[strings.LastIndex(ref, "/")+1:]
-				d, err := images.Push(ctx, a.Image, pushed, images.PushOptions{})
-				if err != nil {
-					return err
-				}
-				s.logf("image archives: pushed %s as %s", ref, d)
-				s.envInfo.Images = append(s.envInfo.Images, report.ImageRan{Where: "archive " + filepath.Base(tar) + ", pushed", Image: pushed, ID: d.DigestStr()})
-				continue
-			}
-			s.envInfo.Images = append(s.envInfo.Images, report.ImageRan{Where: "archive " + filepath.Base(tar), Image: ref, ID: a.ConfigDigest.String()})
 		}
-		if s.Cfg.Registry == "" {
-			if err := s.Provider.LoadImage(ctx, tar); err != nil {
+		loads = append(loads, load{tar, arch})
+	}
+	for _, l := range loads {
+		where := "archive " + filepath.Base(l.tar)
+		if !pushing {
+			if err := s.Provider.LoadImage(ctx, l.tar); err != nil {
 				return err
 			}
-			s.logf("image archives: loaded %s into the nodes", filepath.Base(tar))
+			for _, a := range l.images {
+				s.envInfo.Images = append(s.envInfo.Images, report.ImageRan{Where: where, Image: a.Refs[0], ID: a.ConfigDigest.String()})
+			}
+			s.logf("image archives: loaded %s into the nodes", filepath.Base(l.tar))
+			continue
+		}
+		for _, a := range l.images {
+			target := s.archiveTarget(a.Refs[0])
+			d, err := images.Push(ctx, a.Image, target, images.PushOptions{})
+			if err != nil {
+				return err
+			}
+			s.logf("image archives: pushed %s as %s", a.Refs[0], d)
+			s.envInfo.Images = append(s.envInfo.Images, report.ImageRan{Where: where + ", pushed", Image: target, ID: d.DigestStr()})
 		}
 	}
 	return nil
+}
+
+// archiveTarget is where an archive's image ends up: its own name when
+// loaded into nodes, <registry>/<name>:<tag> when pushed.
+func (s *Suite) archiveTarget(ref string) string {
+	if s.Cfg.Registry == "" {
+		return ref
+	}
+	return s.Cfg.Registry + "/" + ref[strings.LastIndex(ref, "/")+1:]
 }
 
 // istioImageNames are the images Istio's charts name <hub>/<name>:<tag>.
@@ -137,4 +162,19 @@ func (s *Suite) recordIstioImages(ctx context.Context) error {
 		}
 	}
 	return s.Results.SaveEnvironment(s.envInfo)
+}
+
+// Environment is what the run's environment record says so far.
+func (s *Suite) Environment() report.Environment { return s.envInfo }
+
+// checkProfileOnProvider refuses, before anything is installed, a profile
+// the provider cannot run: ambient on the local provider needs istio-cni's
+// node agent, which must see the node's processes in a PID namespace of the
+// node's own (it identifies the host's network namespace by /proc/1/ns/net,
+// unreadable on this kind of host), and a ztunnel image; neither exists yet.
+func checkProfileOnProvider(p istio.Profile, provider string) error {
+	if p == istio.ProfileAmbient && provider == cluster.LocalName {
+		return fmt.Errorf("istio: profile %s on -provider=%s is not supported yet: istio-cni's ambient node agent needs the node in its own PID namespace and ztunnel has no image here; run -mode=sidecar or none on the local provider, ambient modes on kind or an existing cluster", p, provider)
+	}
+	return nil
 }

@@ -247,6 +247,9 @@ func (s *Suite) InstallIstioCharts(ctx context.Context, p istio.Profile, charts 
 
 func (s *Suite) installIstio(ctx context.Context, p istio.Profile, only []istio.Chart) error {
 	guard := s.guard
+	if err := checkProfileOnProvider(p, s.Cfg.Provider); err != nil {
+		return err
+	}
 	src := istio.ChartSource{RepoURL: istio.DefaultRepoURL}
 	if s.Cfg.IstioCharts != "" {
 		src = istio.ChartSource{Dir: s.Cfg.IstioCharts}
