@@ -25,6 +25,21 @@ func checkZtunnelImage(cfg *config.Config) error {
 	if cfg.Provider != cluster.LocalName || !slices.ContainsFunc(cfg.Modes, mode.Mode.Ambient) {
 		return nil
 	}
+	var ambient []string
+	for _, m := range cfg.Modes {
+		if m.Ambient() {
+			ambient = append(ambient, string(m))
+		}
+	}
+	return ztunnelImageError(cfg, "-mode="+strings.Join(ambient, ","))
+}
+
+// ztunnelImageError is checkZtunnelImage's verdict for what (the modes or
+// the profile that need ztunnel).
+func ztunnelImageError(cfg *config.Config, what string) error {
+	if cfg.Provider != cluster.LocalName {
+		return nil
+	}
 	hub, tag := cfg.IstioHub, cfg.IstioTag
 	if hub == "" {
 		hub = istio.DefaultHub
@@ -33,19 +48,13 @@ func checkZtunnelImage(cfg *config.Config) error {
 		tag = cfg.IstioVersion
 	}
 	want := hub + "/ztunnel:" + tag
-	var ambient []string
-	for _, m := range cfg.Modes {
-		if m.Ambient() {
-			ambient = append(ambient, string(m))
-		}
-	}
 	how := fmt.Sprintf("provide one: -image-archives=DIR with a docker image archive of %s (e.g. built from the public istio/ztunnel source and packed with framework/images), or -istio-hub/-istio-tag naming a registry the node can pull <hub>/ztunnel:<tag> from", want)
 	if cfg.ImageArchives == "" {
 		if cfg.IstioHub != "" || cfg.IstioTag != "" {
 			return nil // the user names a registry with Istio's images
 		}
-		return fmt.Errorf("-mode=%s on -provider=local needs a ztunnel image, and none is given: the local node cannot pull %s (neither -image-archives nor -istio-hub/-istio-tag is set); %s",
-			strings.Join(ambient, ","), want, how)
+		return fmt.Errorf("%s on -provider=local needs a ztunnel image, and none is given: the local node cannot pull %s (neither -image-archives nor -istio-hub/-istio-tag is set); %s",
+			what, want, how)
 	}
 	tars, err := filepath.Glob(filepath.Join(cfg.ImageArchives, "*.tar"))
 	if err != nil {
@@ -60,7 +69,9 @@ func checkZtunnelImage(cfg *config.Config) error {
 		}
 		for _, a := range arch {
 			for _, r := range a.Refs {
-				if r == want {
+				// Pushed archives keep only their name and tag (the
+				// registry becomes the hub).
+				if r == want || (cfg.Registry != "" && strings.HasSuffix(r, "/ztunnel:"+tag)) {
 					return nil
 				}
 				found = append(found, r)
@@ -70,6 +81,6 @@ func checkZtunnelImage(cfg *config.Config) error {
 	if cfg.IstioHub != "" {
 		return nil // not in the archives, but the named registry may have it
 	}
-	return fmt.Errorf("-mode=%s on -provider=local needs a ztunnel image: -image-archives=%q holds no %s (it holds %s); %s",
-		strings.Join(ambient, ","), cfg.ImageArchives, want, strings.Join(found, ", "), how)
+	return fmt.Errorf("%s on -provider=local needs a ztunnel image: -image-archives=%q holds no %s (it holds %s); %s",
+		what, cfg.ImageArchives, want, strings.Join(found, ", "), how)
 }

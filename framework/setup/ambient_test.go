@@ -61,6 +61,12 @@ func TestCheckZtunnelImage(t *testing.T) {
 		t.Error("an archive of localhost/istio/ztunnel passed for docker.io/istio/ztunnel")
 	}
 
+	// Pushed to -image-registry, the archive's own hub does not matter.
+	c.Registry = "registry.example.com:5000"
+	if err := checkZtunnelImage(c); err != nil {
+		t.Errorf("archive of ztunnel pushed to a registry: %v", err)
+	}
+
 	c = local(mode.AmbientL4)
 	c.IstioHub = "registry.example.com/istio"
 	if err := checkZtunnelImage(c); err != nil {

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -247,8 +248,12 @@ func (s *Suite) InstallIstioCharts(ctx context.Context, p istio.Profile, charts 
 
 func (s *Suite) installIstio(ctx context.Context, p istio.Profile, only []istio.Chart) error {
 	guard := s.guard
-	if err := checkProfileOnProvider(p, s.Cfg.Provider); err != nil {
-		return err
+	if p == istio.ProfileAmbient && (only == nil || slices.Contains(only, istio.ChartZtunnel)) {
+		// Up checked this for the ambient modes; a test of mode none
+		// installing the ambient profile itself is checked here.
+		if err := ztunnelImageError(s.Cfg, "Istio's ambient profile"); err != nil {
+			return err
+		}
 	}
 	src := istio.ChartSource{RepoURL: istio.DefaultRepoURL}
 	if s.Cfg.IstioCharts != "" {
