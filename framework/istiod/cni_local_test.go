@@ -26,7 +26,7 @@ import (
 func hostCNIState(t *testing.T, hostBinDir string) []string {
 	t.Helper()
 	var out []string
-	for _, bin := range []string{"iptables-save", "ip6tables-save"} {
+	for _, bin := range []string{"iptables-save", "ip6tables-save", "iptables-legacy-save", "ip6tables-legacy-save"} {
 		b, err := exec.Command(bin).Output()
 		if err != nil {
 			continue

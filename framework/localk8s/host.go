@@ -27,7 +27,8 @@ type HostState struct {
 	// Mounts are mount points with their filesystem type.
 	Mounts []Mount
 	// IPTables holds `<binary>-save` output by binary name
-	// ("iptables", "ip6tables"); a binary that fails is absent.
+	// ("iptables", "ip6tables", and their -legacy twins where installed);
+	// a binary that fails is absent.
 	IPTables map[string]string
 	// IPSets are the names `ipset list -n` prints.
 	IPSets []string
@@ -199,7 +200,12 @@ func Observe(ctx context.Context, c Config) (HostState, error) {
 		errs = append(errs, err)
 	}
 	s.IPTables = map[string]string{}
-	for _, bin := range []string{"iptables", "ip6tables"} {
+	// The legacy backend too, where installed: istio-cni picks the backend
+	// it finds rules in, which may not be the host's default.
+	for _, bin := range []string{"iptables", "ip6tables", "iptables-legacy", "ip6tables-legacy"} {
+		if _, err := exec.LookPath(bin + "-save"); err != nil {
+			continue
+		}
 		out, err := run(ctx, bin+"-save")
 		if err == nil {
 			s.IPTables[bin] = out
