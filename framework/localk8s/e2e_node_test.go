@@ -15,7 +15,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/utils/ptr"
 
 	"github.com/meshclaims/meshclaims/framework/localk8s"
 )
@@ -152,8 +151,7 @@ func TestLocalNodeNamespace(t *testing.T) {
 		Spec: corev1.PodSpec{
 			Containers: []corev1.Container{{
 				Name: "pause", Image: localk8s.SandboxImage, ImagePullPolicy: corev1.PullNever,
-				VolumeMounts:    []corev1.VolumeMount{{Name: "netns", MountPath: "/host/var/run/netns", MountPropagation: &hostToContainer}},
-				SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)},
+				VolumeMounts: []corev1.VolumeMount{{Name: "netns", MountPath: "/host/var/run/netns", MountPropagation: &hostToContainer}},
 			}},
 			Volumes: []corev1.Volume{{Name: "netns", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/var/run/netns"}}}},
 		},

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 func TestNodeComponentsRunInTheNode(t *testing.T) {
@@ -198,6 +199,30 @@ func TestNodeInitNamespaces(t *testing.T) {
 	}
 	if out, _ := exec.Command("findmnt", "-no", "FSTYPE", tmpfs).Output(); len(out) != 0 {
 		t.Errorf("the host sees the node's tmpfs on %s", tmpfs)
+	}
+	// Stopping a node component waits for the component itself (nsenter's
+	// child), not just nsenter: the shell's TERM handler takes half a
+	// second and writes a file, which must exist when Stop returns.
+	marker := filepath.Join(dir, "graceful")
+	polite, err := sup.Start(InNode(Component{Name: "polite", Path: "/bin/sh", StopTimeout: 5,
+		Args: []string{"-c", `trap 'sleep 0.5; echo bye > ` + marker + `; exit 0' TERM; echo up; while :; do sleep 0.1; done`}}, pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; ; i++ {
+		if b, _ := os.ReadFile(polite.LogPath); strings.Contains(string(b), "\nup\n") {
+			break
+		}
+		if i == 100 {
+			t.Fatal("the shell in the node never got ready")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := sup.Stop(polite); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(marker); err != nil {
+		t.Errorf("Stop returned before the component in the node finished its shutdown: %v", err)
 	}
 	// A process in the node outlives nothing: stopping the init ends it.
 	sleeper, err := sup.Start(InNode(Component{Name: "sleeper", Path: "/bin/sleep", Args: []string{"600"}, StopTimeout: 1}, pid))
