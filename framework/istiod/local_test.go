@@ -162,6 +162,37 @@ func TestIstiodOnLocalCluster(t *testing.T) {
 		}
 	})
 
+	t.Run("cni-image", func(t *testing.T) {
+		// install-cni's image runs under the node's containerd and its
+		// iptables tools (Debian's, both back ends) load from its own root
+		// filesystem. The image's own command is left alone (it would
+		// install the CNI plugin on the host); these are --version runs.
+		ns := mode.None.Namespace()
+		for _, tool := range []string{"iptables-nft", "iptables-legacy-save", "ip6tables-nft-restore"} {
+			out, err := runToCompletion(ctx, k.Client, ns, "cni-image-"+tool, "localhost/istio/install-cni:"+istioVersion(t),
+				[]string{"/usr/sbin/" + tool, "--version"}, cfg.Timeouts.WorkloadsReady)
+			if err != nil {
+				t.Errorf("%s in the install-cni image: %v", tool, err)
+				continue
+			}
+			if !strings.Contains(out, "v1.8.9") {
+				t.Errorf("%s --version printed %q, want Debian bookworm's iptables v1.8.9", tool, out)
+			}
+			t.Logf("install-cni image: %s --version: %s", tool, strings.TrimSpace(out))
+		}
+		// Negative control: a tool the image does not carry fails to start.
+		_, err := runToCompletion(ctx, k.Client, ns, "cni-image-missing", "localhost/istio/install-cni:"+istioVersion(t),
+			[]string{"/usr/sbin/nft", "--version"}, cfg.Timeouts.WorkloadsReady)
+		switch {
+		case err == nil:
+			t.Errorf("/usr/sbin/nft ran in the install-cni image, which does not carry it")
+		case !strings.Contains(err.Error(), "/usr/sbin/nft"):
+			t.Errorf("/usr/sbin/nft failed, but not for being absent: %v", err)
+		default:
+			t.Logf("negative control: %v", err)
+		}
+	})
+
 	t.Run("webhook", func(t *testing.T) {
 		var objs []client.Object
 		for _, m := range append([]mode.Mode{mode.None}, meshedModes...) {
@@ -406,6 +437,55 @@ func waitWebhooksPatched(ctx context.Context, c client.Client, timeout time.Dura
 		return fmt.Errorf("istiod's webhooks not ready: %s: %w", why, err)
 	}
 	return nil
+}
+
+// runToCompletion runs command in a one-container pod of image and returns
+// its output once the pod has terminated; a failed or unstartable command
+// is an error carrying what the kubelet said. The pod is deleted after.
+func runToCompletion(ctx context.Context, cs kubernetes.Interface, ns, name, image string, command []string, timeout time.Duration) (string, error) {
+	name = strings.ReplaceAll(name, "_", "-")
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: corev1.PodSpec{
+			RestartPolicy: corev1.RestartPolicyNever,
+			Containers:    []corev1.Container{{Name: "run", Image: image, ImagePullPolicy: corev1.PullNever, Command: command}},
+		},
+	}
+	if _, err := cs.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		return "", err
+	}
+	defer cs.CoreV1().Pods(ns).Delete(context.Background(), name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)})
+	var last *corev1.Pod
+	err := wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {
+		p, err := cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		last = p
+		for _, st := range p.Status.ContainerStatuses {
+			if w := st.State.Waiting; w != nil && (w.Reason == "CreateContainerError" || w.Reason == "RunContainerError" || w.Reason == "ErrImageNeverPull") {
+				return false, fmt.Errorf("%s: %s", w.Reason, w.Message)
+			}
+		}
+		return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed, nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("pod %s/%s: %w", ns, name, err)
+	}
+	raw, err := cs.CoreV1().Pods(ns).GetLogs(name, &corev1.PodLogOptions{Container: "run"}).DoRaw(ctx)
+	if err != nil {
+		return "", err
+	}
+	if last.Status.Phase != corev1.PodSucceeded {
+		var why string
+		for _, st := range last.Status.ContainerStatuses {
+			if t := st.State.Terminated; t != nil {
+				why = fmt.Sprintf("exit %d (%s) %s", t.ExitCode, t.Reason, t.Message)
+			}
+		}
+		return string(raw), fmt.Errorf("pod %s/%s %s: %s; output %q", ns, name, last.Status.Phase, why, raw)
+	}
+	return string(raw), nil
 }
 
 // waitRootCert waits for istiod's istio-ca-root-cert ConfigMap in ns and

@@ -181,3 +181,32 @@ func copyFile(t *testing.T, from, to string) {
 		t.Fatal(err)
 	}
 }
+
+// The charts (the Makefile's ISTIO_MODULE), the binaries (cmd/istio's
+// go.mod) and the version stamp (ISTIO_COMMIT) name one Istio commit.
+func TestOneIstioCommit(t *testing.T) {
+	read := func(p string) string {
+		raw, err := os.ReadFile(filepath.Join("..", "..", p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(raw)
+	}
+	mk, gomod := read("Makefile"), read("cmd/istio/go.mod")
+	var module string
+	for _, l := range strings.Split(mk, "\n") {
+		if v, ok := strings.CutPrefix(l, "ISTIO_MODULE := istio.io/istio@"); ok {
+			module = strings.TrimSpace(v)
+		}
+	}
+	if module == "" {
+		t.Fatal("Makefile has no ISTIO_MODULE := istio.io/istio@...")
+	}
+	if !strings.Contains(gomod, "\tistio.io/istio "+module+" ") {
+		t.Errorf("cmd/istio/go.mod does not require istio.io/istio %s (the charts' version)", module)
+	}
+	commit := module[strings.LastIndex(module, "-")+1:]
+	if !strings.Contains(mk, "ISTIO_COMMIT := "+commit+"\n") {
+		t.Errorf("Makefile's ISTIO_COMMIT is not %s", commit)
+	}
+}

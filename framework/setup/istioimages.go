@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/meshclaims/meshclaims/framework/cluster"
 	"github.com/meshclaims/meshclaims/framework/images"
 	"github.com/meshclaims/meshclaims/framework/istio"
+	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/report"
 )
 
@@ -166,3 +168,20 @@ func (s *Suite) recordIstioImages(ctx context.Context) error {
 
 // Environment is what the run's environment record says so far.
 func (s *Suite) Environment() report.Environment { return s.envInfo }
+
+// checkSidecarImage refuses, before Istio is installed, sidecar mode on the
+// local provider when no archive holds the proxy image the injector will
+// name: the node can pull nothing, so every sidecar pod would wait for an
+// image forever and the run would fail only at the workloads' timeout.
+func (s *Suite) checkSidecarImage(modes []mode.Mode) error {
+	if s.Cfg.Provider != cluster.LocalName || !slices.Contains(modes, mode.Sidecar) {
+		return nil
+	}
+	want := s.istioHub() + "/proxyv2:" + s.istioTag()
+	for _, im := range s.envInfo.Images {
+		if im.Image == want {
+			return nil
+		}
+	}
+	return fmt.Errorf("-mode=sidecar on -provider=local needs the proxy image %s in -image-archives (the node pulls from no registry); make istio-images does not build proxyv2 yet (pilot-agent with Istio's Envoy)", want)
+}

@@ -17,6 +17,7 @@ import (
 	"github.com/meshclaims/meshclaims/framework/cluster"
 	"github.com/meshclaims/meshclaims/framework/config"
 	"github.com/meshclaims/meshclaims/framework/images"
+	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/report"
 )
 
@@ -109,5 +110,26 @@ func TestLoadArchivesPushesToRegistry(t *testing.T) {
 	}
 	if desc.Digest.String() != s.envInfo.Images[0].ID {
 		t.Errorf("registry has %s, environment says %s", desc.Digest, s.envInfo.Images[0].ID)
+	}
+}
+
+func TestCheckSidecarImage(t *testing.T) {
+	s := &Suite{Cfg: &config.Config{Provider: "local", IstioHub: "localhost/istio", IstioTag: "1.30.3-dev"}}
+	if err := s.checkSidecarImage([]mode.Mode{mode.Sidecar}); err == nil || !strings.Contains(err.Error(), "localhost/istio/proxyv2:1.30.3-dev") {
+		t.Errorf("sidecar on local without proxyv2: %v", err)
+	}
+	s.envInfo.Images = []report.ImageRan{{Where: "archive proxyv2.tar", Image: "localhost/istio/proxyv2:1.30.3-dev", ID: "sha256:x"}}
+	if err := s.checkSidecarImage([]mode.Mode{mode.Sidecar}); err != nil {
+		t.Errorf("with proxyv2 archived: %v", err)
+	}
+	s.envInfo.Images = nil
+	for _, ok := range []struct {
+		provider string
+		modes    []mode.Mode
+	}{{"local", []mode.Mode{mode.None}}, {"kind", []mode.Mode{mode.Sidecar}}} {
+		s.Cfg.Provider = ok.provider
+		if err := s.checkSidecarImage(ok.modes); err != nil {
+			t.Errorf("%s %v: %v", ok.provider, ok.modes, err)
+		}
 	}
 }

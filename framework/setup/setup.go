@@ -153,6 +153,9 @@ func Up(ctx context.Context, cfg *config.Config, reg *claims.Registry, out io.Wr
 	if p, ok, err := istio.ProfileForModes(cfg.Modes); err != nil {
 		return s, err
 	} else if ok {
+		if err := s.checkSidecarImage(cfg.Modes); err != nil {
+			return s, err
+		}
 		if err := s.InstallIstio(ctx, p); err != nil {
 			return s, err
 		}
