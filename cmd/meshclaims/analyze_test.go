@@ -212,3 +212,123 @@ func TestAnalyzeThroughMain(t *testing.T) {
 		t.Errorf("requests %v, fortio %d", got["requests"], res.DurationHistogram.Count)
 	}
 }
+
+// line returns the line of sec that starts with prefix (after indentation).
+func line(t *testing.T, sec, prefix string) string {
+	t.Helper()
+	for _, l := range strings.Split(sec, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), prefix) {
+			return strings.TrimSpace(l)
+		}
+	}
+	t.Fatalf("no line starting with %q in:\n%s", prefix, sec)
+	return ""
+}
+
+// The Little's-law line: "not applicable" for a paced run (fixed qps reached,
+// connections idle), even with a coarse histogram, which its own line flags;
+// OK for a saturated run that obeys it and FAIL for the same file with its
+// mean doubled (the negative control).
+func TestAnalyzeLittleLine(t *testing.T) {
+	paced, _ := fortiotest.Run(t, fortiotest.WithQPS(100), fortiotest.WithConnections(4),
+		fortiotest.WithDelay("200us"), fortiotest.WithResolution(0.001), fortiotest.WithLabels("paced"))
+	saturated, _ := fortiotest.Run(t, fortiotest.WithQPS(0), fortiotest.WithConnections(4),
+		fortiotest.WithDelay("2ms"), fortiotest.WithResolution(1e-5), fortiotest.WithLabels("saturated"))
+	var m map[string]any
+	data, err := os.ReadFile(saturated)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &m); err != nil {
+		t.Fatal(err)
+	}
+	h := m["DurationHistogram"].(map[string]any)
+	h["Avg"] = h["Avg"].(float64) * 2
+	doubled := filepath.Join(t.TempDir(), "doubled-mean.json")
+	data, _ = json.MarshalIndent(m, "", "  ")
+	if err := os.WriteFile(doubled, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	code, out, stderr := analyze(paced, saturated, doubled)
+	if code != 0 || stderr != "" {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	for _, c := range []struct{ path, little, histogram string }{
+		{paced, "little's law: not applicable: not saturated (", "histogram resolution 1 ms (recorded): coarse: "},
+		{saturated, "little's law: OK: mean ", "histogram resolution 0.01 ms (recorded): fine: "},
+		{doubled, "little's law: FAIL: mean ", "histogram resolution 0.01 ms (recorded): fine: "},
+	} {
+		sec := section(t, out, c.path)
+		if l := line(t, sec, "little's law:"); !strings.HasPrefix(l, c.little) {
+			t.Errorf("%s: %q, want it to start with %q", filepath.Base(c.path), l, c.little)
+		}
+		if l := line(t, sec, "histogram resolution"); !strings.HasPrefix(l, c.histogram) {
+			t.Errorf("%s: %q, want it to start with %q", filepath.Base(c.path), l, c.histogram)
+		}
+	}
+}
+
+// A real gRPC run (fortio's gRPC runner against its ping server on
+// loopback) is analyzed like an HTTP one: SERVING/ERROR rates, percentiles,
+// no socket numbers (fortio's gRPC runner counts none); a truncated copy is
+// refused with an error that names it, while the good file still prints.
+func TestAnalyzeGRPC(t *testing.T) {
+	good, res := fortiotest.RunGRPC(t, fortiotest.WithQPS(200), fortiotest.WithConnections(4),
+		fortiotest.WithResolution(1e-5), fortiotest.WithLabels("grpc-sidecar-run1"))
+	data, err := os.ReadFile(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	truncated := filepath.Join(t.TempDir(), "grpc-truncated.json")
+	if err := os.WriteFile(truncated, data[:len(data)*2/3], 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	code, out, stderr := analyze(good, truncated)
+	if code != 1 {
+		t.Errorf("exit %d, want 1 (one bad file)", code)
+	}
+	if !strings.Contains(stderr, truncated+": not a fortio result") || !strings.Contains(stderr, "unexpected end of JSON input") {
+		t.Errorf("stderr does not name the truncated file and its fault:\n%s", stderr)
+	}
+	sec := section(t, out, good)
+	p, err := stats.Wilson(res.RetCodes["SERVING"], res.DurationHistogram.Count, 0.95)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		`grpc run "GRPC Ping"`,
+		"url " + res.Destination,
+		"requests " + strconv.FormatInt(res.DurationHistogram.Count, 10) + " at " + strconv.FormatFloat(res.ActualQPS, 'f', 1, 64) + " qps",
+		"status SERVING: " + p.String(),
+		"status ERROR: 0/",
+		"mean " + msText(res.DurationHistogram.Avg*1e3),
+		"sockets not recorded (fortio's grpc runner does not count them); 4 concurrent calls",
+		"histogram resolution 0.01 ms (inferred): fine: ",
+		"little's law: not applicable: ",
+	}
+	for _, p := range res.DurationHistogram.Percentiles {
+		want = append(want, "P"+strconv.FormatFloat(p.Percentile, 'f', -1, 64)+" "+msText(p.Value*1e3))
+	}
+	for _, w := range want {
+		if !strings.Contains(sec, w) {
+			t.Errorf("output lacks %q:\n%s", w, sec)
+		}
+	}
+
+	t.Logf("analyze output:\n%s", out)
+	code, out, _ = analyze("--json", good)
+	var got struct {
+		Protocol        string           `json:"protocol"`
+		Requests        int64            `json:"requests"`
+		Codes           map[string]int64 `json:"codes"`
+		SocketsRecorded bool             `json:"sockets_recorded"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); code != 0 || err != nil {
+		t.Fatalf("--json: exit %d, %v: %s", code, err, out)
+	}
+	if got.Protocol != "grpc" || got.Requests != res.DurationHistogram.Count || got.Codes["SERVING"] != res.RetCodes["SERVING"] || got.SocketsRecorded {
+		t.Errorf("--json: %+v, fortio count %d codes %v", got, res.DurationHistogram.Count, res.RetCodes)
+	}
+}

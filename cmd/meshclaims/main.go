@@ -19,7 +19,11 @@ usage:
                                   95% intervals, percentiles, sockets, Little's-law check
   meshclaims report [--file F] [--complete] DIR
                                   rebuild DIR/results.json and DIR/report.md from DIR's
-                                  environment.json and measured/ records
+                                  environment.json and measured/ records, and DIR/report.html
+                                  (plots: latency CDFs, rollout errors per restart cycle)
+  meshclaims diff [--json] [--fail-on=none|regression|change] OLD NEW
+                                  compare two runs: flipped verdicts first, rates with
+                                  two-proportion 95% intervals, outcomes; exit 1 on --fail-on
 
 The specs run with: go test ./e2e -mode=ambient-l4   (see README.md)
 `
@@ -38,11 +42,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runAnalyze(args[1:], stdout, stderr)
 	case "report":
 		return runReport(args[1:], stdout, stderr)
+	case "diff":
+		return runDiff(args[1:], stdout, stderr)
 	case "help", "-h", "--help", "-help":
 		fmt.Fprint(stdout, usage)
 		return 0
 	default:
-		fmt.Fprintf(stderr, "meshclaims: unknown command %q; accepted: claims, analyze, report, help\n", args[0])
+		fmt.Fprintf(stderr, "meshclaims: unknown command %q; accepted: claims, analyze, report, diff, help\n", args[0])
 		return 2
 	}
 }

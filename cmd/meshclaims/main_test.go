@@ -58,7 +58,7 @@ func TestClaimsListByMode(t *testing.T) {
 
 func TestUnknownCommand(t *testing.T) {
 	code, _, errs := runCLI("nope")
-	if code != 2 || !strings.Contains(errs, "accepted: claims, analyze, report") {
+	if code != 2 || !strings.Contains(errs, "accepted: claims, analyze, report, diff") {
 		t.Fatalf("exit %d, stderr %q", code, errs)
 	}
 }
@@ -75,6 +75,9 @@ func TestReportRebuild(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 	md, _ := os.ReadFile(filepath.Join(d.Path, "report.md"))
+	if page, err := os.ReadFile(filepath.Join(d.Path, "report.html")); err != nil || !strings.Contains(string(page), `<table id="decision-summary">`) {
+		t.Errorf("report.html not written with the summary: %v", err)
+	}
 	if !strings.Contains(out, "report.md") || !strings.Contains(string(md), "observed no-http-response (connection reset by peer) as documented") {
 		t.Fatalf("out %q\n%s", out, md)
 	}

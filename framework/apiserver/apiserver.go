@@ -41,6 +41,9 @@ type Options struct {
 	// GatewayCRDDir is Gateway API's standard-channel CRD directory. Empty means
 	// <sigs.k8s.io/gateway-api module>/config/crd/standard.
 	GatewayCRDDir string
+	// NoGatewayCRDs starts without any Gateway API CRDs: a cluster on which
+	// an installer must put them itself.
+	NoGatewayCRDs bool
 	// ExtraCRDPaths are further CRD files or directories to install.
 	ExtraCRDPaths []string
 	// StartTimeout bounds the start of each of etcd and kube-apiserver; 0 means DefaultStartTimeout.
@@ -190,15 +193,19 @@ func crdPaths(opts Options) ([]string, error) {
 		}
 		istio = filepath.Join(dir, "kubernetes", "customresourcedefinitions.gen.yaml")
 	}
+	paths := []string{istio}
 	gw := opts.GatewayCRDDir
-	if gw == "" {
+	if gw == "" && !opts.NoGatewayCRDs {
 		dir, err := ModuleDir(gatewayAPIModule)
 		if err != nil {
 			return nil, fmt.Errorf("locate Gateway API CRDs (set Options.GatewayCRDDir to override): %w", err)
 		}
 		gw = filepath.Join(dir, "config", "crd", "standard")
 	}
-	paths := append([]string{istio, gw}, opts.ExtraCRDPaths...)
+	if !opts.NoGatewayCRDs {
+		paths = append(paths, gw)
+	}
+	paths = append(paths, opts.ExtraCRDPaths...)
 	for _, p := range paths {
 		if _, err := os.Stat(p); err != nil {
 			return nil, fmt.Errorf("CRD path %s: %w", p, err)

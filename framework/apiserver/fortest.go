@@ -79,7 +79,14 @@ func ForTest(t testing.TB) *Server {
 // Skips and failures follow ForTest's rules.
 func NewForTest(t testing.TB) *Server {
 	t.Helper()
-	s, err := Start(context.Background(), Options{})
+	return NewForTestWith(t, Options{})
+}
+
+// NewForTestWith is NewForTest with Start's options (a server without the
+// Gateway API CRDs, say).
+func NewForTestWith(t testing.TB, o Options) *Server {
+	t.Helper()
+	s, err := Start(context.Background(), o)
 	if err != nil {
 		skipOrFail(t, err)
 	}

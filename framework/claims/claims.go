@@ -12,6 +12,7 @@ package claims
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -56,11 +57,12 @@ const (
 	QueriesPerCore     Metric = "queries_per_core"       // throughput per CPU core
 	Stability          Metric = "stability"              // spread of throughput/latency under churn
 	SuccessRate        Metric = "success_rate"           // share of requests answered 200
+	CostShare          Metric = "cost_share"             // a part of a latency overhead as a share of the whole (0..1)
 )
 
 var metrics = []Metric{Outcome, LatencyPercentiles, LatencyOverhead, LatencyMean, ErrorRate,
 	RateRatio, DuplicateCount, Throughput, Bandwidth, IntervalMs, TimeToReady, ResourceBudget,
-	QueriesPerCore, Stability, SuccessRate}
+	QueriesPerCore, Stability, SuccessRate, CostShare}
 
 // Outcomes a probe can observe; requirement claims name one per mode.
 var outcomes = []string{
@@ -125,10 +127,20 @@ type Value struct {
 	Cycles      *int64             `yaml:"cycles" json:"cycles,omitempty"`
 	Sockets     *int64             `yaml:"sockets" json:"sockets,omitempty"`
 	Unanswered  *int64             `yaml:"socket_errors" json:"socket_errors,omitempty"` // fortio -1
+	// At is the value at a stated scale (kubeproxy.service-scale: with
+	// 10,000 Services), for claims about how a value grows; the growth
+	// from Value to At.Value is judged.
+	At *AtScale `yaml:"at" json:"at,omitempty"`
 	// Expected marks a value the document did not state but that follows from
 	// it (e.g. no mesh: 8080 allowed gives 200); reports show it as expected,
 	// not documented.
 	Expected bool `yaml:"expected" json:"expected,omitempty"`
+}
+
+// AtScale is a documented value under a stated number of objects.
+type AtScale struct {
+	Services int64   `yaml:"services" json:"services"`
+	Value    float64 `yaml:"value" json:"value"`
 }
 
 // Tolerance is how far a measurement may be from the documented value and
@@ -143,6 +155,12 @@ type Tolerance struct {
 	Factor *float64 `yaml:"factor" json:"factor,omitempty"`
 	// MaxRate: a "zero" claim holds when the 95% upper bound of the rate is <= MaxRate.
 	MaxRate *float64 `yaml:"max_rate" json:"max_rate,omitempty"`
+	// AtLeast and AtMost bound the band on one or both sides, for claims the
+	// source states as a bound ("cut by more than half": at_most 0.5 of the
+	// reference). With absolute, relative or factor they clip that band;
+	// alone they are the band.
+	AtLeast *float64 `yaml:"at_least" json:"at_least,omitempty"`
+	AtMost  *float64 `yaml:"at_most" json:"at_most,omitempty"`
 	// Exact: the observed outcome must equal the documented one.
 	Exact bool   `yaml:"exact" json:"exact,omitempty"`
 	Why   string `yaml:"why" json:"why"`
@@ -160,10 +178,92 @@ type Claim struct {
 	Setup      Setup               `yaml:"setup" json:"setup"`
 	Documented map[mode.Mode]Value `yaml:"documented" json:"documented"`
 	Tolerance  Tolerance           `yaml:"tolerance" json:"tolerance"`
+	// Reference, when set, judges the claim against a measurement of the
+	// same run (another mode's, or another claim's in the same mode), so
+	// what differs between clusters cancels out.
+	Reference *Reference `yaml:"reference" json:"reference,omitempty"`
+	// Distinct says which modes the source tells apart; required when two
+	// or more judged modes have documented values and the tolerance is a band.
+	Distinct *Distinct `yaml:"distinct" json:"distinct,omitempty"`
 	// Needs lists preconditions a spec must prove before judging
 	// (e.g. "networkpolicy-enforcement"); missing ones fail the spec.
 	Needs []string `yaml:"needs" json:"needs,omitempty"`
 	Line  int      `yaml:"-" json:"-"`
+}
+
+// Comparison says how a measurement is set against its same-run reference.
+type Comparison string
+
+const (
+	// Difference: the claim's tolerance judges measured minus reference
+	// against documented minus the reference's documented value, per
+	// percentile (latency_percentiles_ms). The reference is another mode.
+	Difference Comparison = "difference"
+	// RateRatio of the claim's rate over the reference's rate in the same
+	// mode, with its Katz interval, judged by the reference's own tolerance
+	// in addition to the claim's. The reference is another claim.
+	RateRatioOf Comparison = "rate_ratio"
+)
+
+var comparisons = []Comparison{Difference, RateRatioOf}
+
+// Reference is a measurement of the same run a claim is judged against.
+type Reference struct {
+	// Mode is another mode's measurement of the same load (Difference).
+	Mode mode.Mode `yaml:"mode" json:"mode,omitempty"`
+	// Claim is another claim's measurement in the same mode (RateRatioOf):
+	// its documented value for the mode is the documented reference.
+	Claim   string     `yaml:"claim" json:"claim,omitempty"`
+	Compare Comparison `yaml:"compare" json:"compare"`
+	// Modes the comparison applies to (RateRatioOf); empty = all the claim's.
+	Modes []mode.Mode `yaml:"modes" json:"modes,omitempty"`
+	// Tolerance of the comparison (RateRatioOf only; Difference uses the claim's).
+	Tolerance *Tolerance `yaml:"tolerance" json:"tolerance,omitempty"`
+	// Text quotes the source's words the comparison rests on.
+	Text string `yaml:"text" json:"text"`
+	// Of is the referenced claim, resolved by Parse.
+	Of *Claim `yaml:"-" json:"-"`
+}
+
+// AppliesTo reports whether the comparison judges mode m.
+func (r *Reference) AppliesTo(m mode.Mode) bool {
+	return len(r.Modes) == 0 || slices.Contains(r.Modes, m)
+}
+
+// Distinct groups a claim's judged modes by what the source says: modes in
+// different groups have values the source says differ, so one group's
+// documented value must not pass another group's band; modes in one group
+// the source does not tell apart.
+type Distinct struct {
+	Groups [][]mode.Mode `yaml:"groups" json:"groups"`
+	Text   string        `yaml:"text" json:"text"`
+}
+
+// Group returns the index of m's group, or -1.
+func (d *Distinct) Group(m mode.Mode) int {
+	for i, g := range d.Groups {
+		if slices.Contains(g, m) {
+			return i
+		}
+	}
+	return -1
+}
+
+// JudgedDocumented returns the modes the claim judges that have a
+// documented (or expected) value, in the claim's mode order. A Difference
+// reference's own mode is not judged (it is the baseline).
+func (c *Claim) JudgedDocumented() []mode.Mode {
+	var out []mode.Mode
+	for _, m := range c.Modes {
+		if _, ok := c.Documented[m]; !ok {
+			continue
+		}
+		if c.Reference != nil && c.Reference.Compare == Difference && c.Reference.Mode == m {
+			continue
+		}
+		out = append(out, m)
+	}
+	return out
 }
 
 // Get returns the claim with the given id.

@@ -122,3 +122,100 @@ func TestParseRejectsDuplicateID(t *testing.T) {
 		t.Fatalf("duplicate id not reported with its line: %v", err)
 	}
 }
+
+// A registry whose claims use the same-run comparisons and distinct groups.
+const compared = `version: 1
+sources:
+  GUIDE: {title: t, file: f, platform: p}
+claims:
+  - id: rollout.baseline
+    title: rollout
+    source: {doc: GUIDE, section: "4"}
+    kind: measurement
+    metric: error_rate
+    modes: [sidecar, ambient-l7]
+    documented:
+      sidecar: {count: 324, total: 60000}
+      ambient-l7: {count: 1528, total: 59913}
+    distinct: {groups: [[sidecar], [ambient-l7]], text: "about 5x"}
+    tolerance: {factor: 2, why: one run}
+  - id: rollout.hardened
+    title: hardened
+    source: {doc: GUIDE, section: "4"}
+    kind: measurement
+    metric: error_rate
+    modes: [sidecar, ambient-l7]
+    documented:
+      sidecar: {count: 0, total: 60000}
+      ambient-l7: {count: 648, total: 60000}
+    reference:
+      claim: rollout.baseline
+      compare: rate_ratio
+      modes: [ambient-l7]
+      text: "cut by more than half"
+      tolerance: {at_most: 0.5, why: more than half}
+    distinct: {groups: [[sidecar], [ambient-l7]], text: "didn't reach zero"}
+    tolerance: {factor: 3, max_rate: 0.001, why: one run}
+  - id: latency.percentiles
+    title: percentiles
+    source: {doc: GUIDE, section: "3"}
+    kind: measurement
+    metric: latency_percentiles_ms
+    modes: [none, sidecar, ambient-l4]
+    documented:
+      none: {percentiles_ms: {"50": 0.82}}
+      sidecar: {percentiles_ms: {"50": 2.11}}
+      ambient-l4: {percentiles_ms: {"50": 0.86}}
+    reference: {mode: none, compare: difference, text: "same nodes"}
+    distinct: {groups: [[sidecar], [ambient-l4]], text: "+1.29 vs +0.04"}
+    tolerance: {absolute: 0.6, why: half the gap}
+`
+
+func TestParseComparisons(t *testing.T) {
+	reg, err := Parse([]byte(compared), "x.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := reg.MustGet("rollout.hardened")
+	if h.Reference.Of != reg.MustGet("rollout.baseline") || !h.Reference.AppliesTo(mode.AmbientL7) || h.Reference.AppliesTo(mode.Sidecar) {
+		t.Fatalf("reference not resolved: %+v", h.Reference)
+	}
+	if got := reg.MustGet("latency.percentiles").JudgedDocumented(); len(got) != 2 || got[0] != mode.Sidecar {
+		t.Fatalf("the difference's baseline mode is judged: %v", got)
+	}
+}
+
+// Each broken comparison or grouping is rejected with its line and claim.
+func TestParseRejectsComparisons(t *testing.T) {
+	cases := []struct {
+		name, old, new, want string
+	}{
+		{"unknown compare", "compare: rate_ratio", "compare: ratio", `x.yaml:25: claim "rollout.hardened": reference: unknown compare "ratio"; accepted: difference, rate_ratio`},
+		{"unknown reference claim", "claim: rollout.baseline", "claim: rollout.base", `claim "rollout.hardened": reference claim "rollout.base" is not in the registry`},
+		{"ratio without its band", "      tolerance: {at_most: 0.5, why: more than half}\n", "", `reference compare rate_ratio needs its own tolerance`},
+		{"empty band", "at_most: 0.5,", "at_most: 0.5, at_least: 0.6,", `reference tolerance at_least 0.6 is above at_most 0.5: the band is empty`},
+		{"ratio mode not in modes", "modes: [ambient-l7]\n      text", "modes: [ambient-l4]\n      text", `reference mode "ambient-l4" is not one of the claim's modes`},
+		{"no documented reference rate", "ambient-l7: {count: 1528, total: 59913}", "ambient-l7: {count: 0, total: 59913}", `reference claim rollout.baseline documents no nonzero count for mode ambient-l7`},
+		{"difference with a tolerance", "{mode: none, compare: difference, text: \"same nodes\"}", "{mode: none, compare: difference, text: \"same nodes\", tolerance: {absolute: 1, why: w}}", `reference compare difference takes a mode only`},
+		{"difference from an undocumented mode", "{mode: none, compare: difference", "{mode: ambient-l7, compare: difference", `reference mode ambient-l7 has no documented value`},
+		{"no distinct", "    distinct: {groups: [[sidecar], [ambient-l7]], text: \"about 5x\"}\n", "", `x.yaml:5: claim "rollout.baseline": documents values for 2 judged modes (sidecar, ambient-l7) but no distinct`},
+		{"distinct leaves a mode out", "groups: [[sidecar], [ambient-l7]], text: \"about 5x\"", "groups: [[sidecar]], text: \"about 5x\"", `distinct leaves out judged documented mode ambient-l7`},
+		{"distinct names the baseline", "groups: [[sidecar], [ambient-l4]]", "groups: [[sidecar], [ambient-l4, none]]", `distinct names mode "none", which is not a judged documented mode`},
+		{"distinct without text", "text: \"didn't reach zero\"", "text: \"\"", `distinct has no text`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			bad := strings.Replace(compared, c.old, c.new, 1)
+			if bad == compared {
+				t.Fatalf("test case did not change the input")
+			}
+			_, err := Parse([]byte(bad), "x.yaml")
+			if err == nil {
+				t.Fatal("accepted a broken registry")
+			}
+			if !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %q does not contain %q", err, c.want)
+			}
+		})
+	}
+}

@@ -101,6 +101,17 @@ func Parse(data []byte, file string) (*Registry, error) {
 		reg.byID[c.ID] = c
 		validateClaim(c, doc.Sources, line, func(l int, f string, a ...any) { add(l, c.ID, f, a...) })
 	}
+	// References name other claims, so they are checked once all are read.
+	for i, c := range doc.Claims {
+		if c.ID == "" || c.Reference == nil || reg.byID[c.ID] != c {
+			continue
+		}
+		node := (*yaml.Node)(nil)
+		if i < len(starts) {
+			node = starts[i].node
+		}
+		validateReference(c, reg, fieldLine(node, "reference", c.Line), func(l int, f string, a ...any) { add(l, c.ID, f, a...) })
+	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
@@ -153,6 +164,9 @@ func validateClaim(c *Claim, sources map[string]Source, line func(string) int, a
 		if v.Count != nil && v.Total != nil && (*v.Count < 0 || *v.Count > *v.Total) {
 			add(line("documented"), "mode %s: count %d is not within 0..total %d", m, *v.Count, *v.Total)
 		}
+		if v.At != nil && (c.Metric != TimeToReady || v.Value == nil || v.At.Services <= 0) {
+			add(line("documented"), "mode %s: at (a value at a scale) needs metric %s, a value to grow from and services > 0", m, TimeToReady)
+		}
 		if (v.Count == nil) != (v.Total == nil) && c.Metric == ErrorRate {
 			add(line("documented"), "mode %s: an error rate needs both count and total", m)
 		}
@@ -164,20 +178,134 @@ func validateClaim(c *Claim, sources map[string]Source, line func(string) int, a
 			}
 		}
 	}
-	t := c.Tolerance
-	if t.Absolute == nil && t.Relative == nil && t.Factor == nil && t.MaxRate == nil && !t.Exact {
-		add(line("tolerance"), "missing tolerance (set absolute, relative, factor, max_rate or exact)")
+	validateTolerance(c.Tolerance, "tolerance", line("tolerance"), add)
+	validateDistinct(c, line("distinct"), add)
+}
+
+func validateTolerance(t Tolerance, name string, at int, add func(int, string, ...any)) {
+	if t.Absolute == nil && t.Relative == nil && t.Factor == nil && t.MaxRate == nil && t.AtLeast == nil && t.AtMost == nil && !t.Exact {
+		add(at, "missing %s (set absolute, relative, factor, max_rate, at_least, at_most or exact)", name)
 	}
 	if strings.TrimSpace(t.Why) == "" {
-		add(line("tolerance"), "tolerance has no why: say where the bound comes from")
+		add(at, "%s has no why: say where the bound comes from", name)
 	}
-	for name, p := range map[string]*float64{"absolute": t.Absolute, "relative": t.Relative, "max_rate": t.MaxRate} {
+	for field, p := range map[string]*float64{"absolute": t.Absolute, "relative": t.Relative, "max_rate": t.MaxRate} {
 		if p != nil && *p < 0 {
-			add(line("tolerance"), "tolerance %s %v is negative", name, *p)
+			add(at, "%s %s %v is negative", name, field, *p)
 		}
 	}
 	if t.Factor != nil && *t.Factor < 1 {
-		add(line("tolerance"), "tolerance factor %v must be >= 1", *t.Factor)
+		add(at, "%s factor %v must be >= 1", name, *t.Factor)
+	}
+	if t.AtLeast != nil && t.AtMost != nil && *t.AtLeast > *t.AtMost {
+		add(at, "%s at_least %v is above at_most %v: the band is empty", name, *t.AtLeast, *t.AtMost)
+	}
+}
+
+// validateDistinct requires, for a claim judged within a band in two or more
+// documented modes, a statement of which modes the source tells apart, and
+// checks that it groups exactly those modes.
+func validateDistinct(c *Claim, at int, add func(int, string, ...any)) {
+	judged := c.JudgedDocumented()
+	d := c.Distinct
+	if d == nil {
+		if len(judged) >= 2 && !c.Tolerance.Exact {
+			add(at, "documents values for %d judged modes (%s) but no distinct: say which modes the source tells apart (groups) and quote it (text)", len(judged), join(judged))
+		}
+		return
+	}
+	if strings.TrimSpace(d.Text) == "" {
+		add(at, "distinct has no text: quote the source's words that tell the modes apart (or say they are alike)")
+	}
+	seen := map[mode.Mode]bool{}
+	for _, g := range d.Groups {
+		if len(g) == 0 {
+			add(at, "distinct has an empty group")
+		}
+		for _, m := range g {
+			switch {
+			case seen[m]:
+				add(at, "distinct names mode %q in more than one group", m)
+			case !slices.Contains(judged, m):
+				add(at, "distinct names mode %q, which is not a judged documented mode; accepted: %s", m, join(judged))
+			}
+			seen[m] = true
+		}
+	}
+	for _, m := range judged {
+		if !seen[m] {
+			add(at, "distinct leaves out judged documented mode %s; every one belongs to a group", m)
+		}
+	}
+}
+
+// validateReference checks a same-run comparison: the reference exists,
+// fits the comparison, and documents what the documented comparison needs.
+func validateReference(c *Claim, reg *Registry, at int, add func(int, string, ...any)) {
+	r := c.Reference
+	if !slices.Contains(comparisons, r.Compare) {
+		add(at, "reference: unknown compare %q; accepted: %s", r.Compare, join(comparisons))
+		return
+	}
+	if strings.TrimSpace(r.Text) == "" {
+		add(at, "reference has no text: quote the source's words the comparison rests on")
+	}
+	switch r.Compare {
+	case Difference:
+		if r.Claim != "" || len(r.Modes) > 0 || r.Tolerance != nil {
+			add(at, "reference compare difference takes a mode only (its band is the claim's tolerance); remove claim, modes and tolerance")
+		}
+		if c.Metric != LatencyPercentiles {
+			add(at, "reference compare difference judges percentiles; metric %s is not %s", c.Metric, LatencyPercentiles)
+		}
+		if !r.Mode.Valid() {
+			add(at, "reference mode %q is not a mode; accepted: %s", r.Mode, join(mode.All()))
+			return
+		}
+		if _, ok := c.Documented[r.Mode]; !ok {
+			add(at, "reference mode %s has no documented value to take differences from", r.Mode)
+		}
+	case RateRatioOf:
+		if r.Mode != "" {
+			add(at, "reference compare rate_ratio takes a claim (the same mode's reference run), not a mode")
+		}
+		if c.Metric != ErrorRate {
+			add(at, "reference compare rate_ratio judges rates; metric %s is not %s", c.Metric, ErrorRate)
+		}
+		if r.Tolerance == nil {
+			add(at, "reference compare rate_ratio needs its own tolerance (the band of the ratio)")
+		} else {
+			validateTolerance(*r.Tolerance, "reference tolerance", at, add)
+		}
+		for _, m := range r.Modes {
+			if !c.AppliesTo(m) {
+				add(at, "reference mode %q is not one of the claim's modes [%s]", m, join(c.Modes))
+			}
+		}
+		of, ok := reg.Get(r.Claim)
+		if !ok {
+			add(at, "reference claim %q is not in the registry", r.Claim)
+			return
+		}
+		if of == c {
+			add(at, "reference claim %q is the claim itself", r.Claim)
+			return
+		}
+		if of.Metric != ErrorRate {
+			add(at, "reference claim %s has metric %s; a rate_ratio needs %s", of.ID, of.Metric, ErrorRate)
+		}
+		r.Of = of
+		for _, m := range c.Modes {
+			if !r.AppliesTo(m) {
+				continue
+			}
+			if _, ok := c.Documented[m]; !ok {
+				continue
+			}
+			if v, ok := of.Documented[m]; !ok || v.Count == nil || v.Total == nil || *v.Count == 0 {
+				add(at, "reference claim %s documents no nonzero count for mode %s, so no documented ratio exists", of.ID, m)
+			}
+		}
 	}
 }
 

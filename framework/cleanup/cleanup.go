@@ -346,18 +346,30 @@ func Interrupts() (sigs <-chan os.Signal, stop func()) {
 // stop ends the watch; a clean-up already started runs to completion and
 // stop waits for it.
 func (c *Cleaner) OnSignal(sigs <-chan os.Signal, done func(os.Signal, Report, error)) (stop func()) {
+	return Watch(sigs, c.opts.Timeout+time.Minute, func(ctx context.Context, sig os.Signal) {
+		rep, err := c.Run(ctx)
+		if done != nil {
+			done(sig, rep, err)
+		}
+	})
+}
+
+// Watch runs work once, when the first signal arrives on sigs, with a fresh
+// context bounded by timeout: whatever the run was doing has its own context
+// cancelled by then, and the work is what must still happen (deleting what
+// the run created). stop ends the watch; work already started runs to
+// completion and stop waits for it. A run whose teardown is more than one
+// Cleaner (Istio releases, CRDs, the cluster) watches with this.
+func Watch(sigs <-chan os.Signal, timeout time.Duration, work func(ctx context.Context, sig os.Signal)) (stop func()) {
 	quit := make(chan struct{})
 	finished := make(chan struct{})
 	go func() {
 		defer close(finished)
 		select {
 		case sig := <-sigs:
-			ctx, cancel := context.WithTimeout(context.Background(), c.opts.Timeout+time.Minute)
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
 			defer cancel()
-			rep, err := c.Run(ctx)
-			if done != nil {
-				done(sig, rep, err)
-			}
+			work(ctx, sig)
 		case <-quit:
 		}
 	}()

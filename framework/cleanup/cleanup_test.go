@@ -52,7 +52,7 @@ func everything(t *testing.T, run string, modes ...mode.Mode) []client.Object {
 		}
 		objs = append(objs, set...)
 		if m.Meshed() {
-			objs = append(objs, fixtures.ClaimObjects(fixtures.Target{Namespace: m.Namespace(), Run: run})...)
+			objs = append(objs, fixtures.ClaimObjects(fixtures.Target{Namespace: m.Namespace(), Run: run}, m)...)
 		}
 	}
 	return objs

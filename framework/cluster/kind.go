@@ -6,16 +6,31 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/meshclaims/meshclaims/framework/images"
 	"k8s.io/client-go/rest"
 	kindcluster "sigs.k8s.io/kind/pkg/cluster"
 	kindcmd "sigs.k8s.io/kind/pkg/cmd"
+	kindversion "sigs.k8s.io/kind/pkg/cmd/kind/version"
+	kindexec "sigs.k8s.io/kind/pkg/exec"
 )
 
 // DefaultClusterName is the kind cluster's default name.
 const DefaultClusterName = "meshclaims"
+
+// DefaultNodeImage is the node image every kind node runs unless
+// -kind-node-image says otherwise: the image kind v0.33.0 (the kind of
+// go.mod) publishes for Kubernetes 1.36, pinned by digest exactly as its
+// release notes list it
+// (https://github.com/kubernetes-sigs/kind/releases/tag/v0.33.0, "Images
+// pre-built for this release"). kind's own default at v0.33.0 is 1.37.0;
+// GUIDE measured on Kubernetes 1.36, so the claims are checked on 1.36.
+// The digest, not the tag, guarantees an image built for this kind release.
+// testdata/kind/cluster.yaml names the same image on every node.
+const DefaultNodeImage = "kindest/node:v1.36.4@sha256:099e049362a1526b2db71494e1947aae99bd16290d7c895f2b7ea312e3cbfaed"
 
 // kindWaitForReady bounds kind's wait for the control plane to be ready.
 const kindWaitForReady = 5 * time.Minute
@@ -23,9 +38,11 @@ const kindWaitForReady = 5 * time.Minute
 // Kind creates, reuses and deletes a kind cluster through kind's Go API.
 type Kind struct {
 	opts    Options
+	host    EngineHost // where engines are looked for; tests inject one
 	kind    *kindcluster.Provider
-	engine  string
+	engine  ContainerEngine
 	created bool
+	images  string // the nodes' image(s), read back from the engine after Start
 	sel     KubeconfigSelector
 	pinned  *rest.Config
 }
@@ -38,7 +55,16 @@ func NewKind(o Options) *Kind {
 	if o.KubeconfigOut == "" {
 		o.KubeconfigOut = filepath.Join(os.TempDir(), "meshclaims-kind-"+o.ClusterName+".kubeconfig")
 	}
-	return &Kind{opts: o}
+	return &Kind{opts: o, host: SystemEngineHost()}
+}
+
+// RequestedNodeImage is the image a cluster this provider creates runs on:
+// Options.NodeImage (-kind-node-image) or DefaultNodeImage.
+func (k *Kind) RequestedNodeImage() string {
+	if k.opts.NodeImage != "" {
+		return k.opts.NodeImage
+	}
+	return DefaultNodeImage
 }
 
 // Name implements Provider.
@@ -71,15 +97,15 @@ func (k *Kind) Start(ctx context.Context) error {
 	case slices.Contains(existing, name) && !k.opts.Reuse:
 		return fmt.Errorf("-provider=kind: a kind cluster named %q already exists; pass -reuse to run on it, or delete it first", name)
 	case !slices.Contains(existing, name):
+		// CreateWithNodeImage sets every node's image, so the run is on
+		// the pinned Kubernetes whatever the config file names.
 		opts := []kindcluster.CreateOption{
 			kindcluster.CreateWithConfigFile(cfgPath),
+			kindcluster.CreateWithNodeImage(k.RequestedNodeImage()),
 			kindcluster.CreateWithWaitForReady(kindWaitForReady),
 			kindcluster.CreateWithKubeconfigPath(k.opts.KubeconfigOut),
 			kindcluster.CreateWithDisplayUsage(false),
 			kindcluster.CreateWithDisplaySalutation(false),
-		}
-		if k.opts.NodeImage != "" {
-			opts = append(opts, kindcluster.CreateWithNodeImage(k.opts.NodeImage))
 		}
 		if err := k.kind.Create(name, opts...); err != nil {
 			return fmt.Errorf("-provider=kind: creating cluster %q from %s: %w", name, cfgPath, err)
@@ -101,7 +127,61 @@ func (k *Kind) Start(ctx context.Context) error {
 		return fmt.Errorf("-provider=kind: %w", err)
 	}
 	k.pinned = cfg
+	// Read the image back from the nodes rather than trusting the request:
+	// a reused cluster runs whatever it was created with. Where the engine
+	// cannot say (an inspect format it does not share with Docker and
+	// Podman), the report says the image was the request, not read back.
+	if k.images, err = k.nodeImages(); err != nil {
+		k.images = fmt.Sprintf("%s as requested (not read back from the nodes: %v)", k.RequestedNodeImage(), err)
+		if !k.created {
+			k.images = fmt.Sprintf("unknown (reused cluster; not read back from the nodes: %v)", err)
+		}
+	}
 	return nil
+}
+
+// nodeImages asks the engine which image each node container of the
+// cluster was created from (`<engine> inspect --format {{.Config.Image}}`,
+// the same field for Docker and Podman) and returns the distinct ones.
+func (k *Kind) nodeImages() (string, error) {
+	nodes, err := k.kind.ListNodes(k.opts.ClusterName)
+	if err != nil {
+		return "", fmt.Errorf("listing the nodes of %q: %w", k.opts.ClusterName, err)
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, n := range nodes {
+		lines, err := kindexec.OutputLines(kindexec.Command(k.engine.CLI, "inspect", "--format", "{{.Config.Image}}", n.String()))
+		if err != nil || len(lines) != 1 || strings.TrimSpace(lines[0]) == "" {
+			return "", fmt.Errorf("reading the image of node %s from %s: output %q, error %v", n.String(), k.engine.CLI, lines, err)
+		}
+		if img := strings.TrimSpace(lines[0]); !seen[img] {
+			seen[img] = true
+			out = append(out, img)
+		}
+	}
+	if len(out) == 0 {
+		return "", fmt.Errorf("kind cluster %q has no nodes", k.opts.ClusterName)
+	}
+	sort.Strings(out)
+	return strings.Join(out, ", "), nil
+}
+
+// NodeImage is the node image the cluster's nodes run, read from the
+// engine by Start ("" before Start). The report records it.
+func (k *Kind) NodeImage() string { return k.images }
+
+// Engine is the container engine Start found (zero before Start).
+func (k *Kind) Engine() ContainerEngine { return k.engine }
+
+// Describe implements Describer: the engine and the node image, for the
+// report.
+func (k *Kind) Describe() string {
+	how := "created by this run"
+	if !k.created {
+		how = "reused"
+	}
+	return fmt.Sprintf("kind v%s cluster %q (%s) on %s, node image %s", kindversion.Version(), k.opts.ClusterName, how, k.engine, k.images)
 }
 
 // connect finds a running container engine and builds kind's provider for it.
@@ -109,11 +189,11 @@ func (k *Kind) connect(ctx context.Context) error {
 	if k.kind != nil {
 		return nil
 	}
-	opt, engine, err := DetectContainerEngine(ctx)
+	engine, err := k.host.Detect(ctx)
 	if err != nil {
 		return err
 	}
-	k.kind = kindcluster.NewProvider(opt, kindcluster.ProviderWithLogger(kindcmd.NewLogger()))
+	k.kind = kindcluster.NewProvider(engine.Option(), kindcluster.ProviderWithLogger(kindcmd.NewLogger()))
 	k.engine = engine
 	return nil
 }
@@ -136,7 +216,9 @@ func (k *Kind) LoadImage(ctx context.Context, tarball string) error {
 	if err := k.connect(ctx); err != nil {
 		return err
 	}
-	return images.LoadIntoKind(ctx, k.opts.ClusterName, tarball)
+	// The engine the cluster runs on, not kind's own detection again, which
+	// would pick a docker CLI without a daemon over a running Podman.
+	return images.LoadIntoKindWith(ctx, k.engine.Option(), k.opts.ClusterName, tarball)
 }
 
 // ExportLogs writes kind's node logs (kubelet, containerd, pods) into dir.

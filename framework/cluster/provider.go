@@ -64,7 +64,8 @@ type Options struct {
 	// KindConfig is the kind cluster config file (default
 	// testdata/kind/cluster.yaml, found from the working directory upwards).
 	KindConfig string
-	// NodeImage overrides the kind node image ("" = the config's or kind's).
+	// NodeImage is the kind node image of every node ("" = DefaultNodeImage,
+	// Kubernetes 1.36); it overrides the images a kind config names.
 	NodeImage string
 	// Reuse lets kind use a cluster of the same name that already exists
 	// instead of refusing to start.
@@ -115,6 +116,12 @@ func (l *localProvider) KubeConfig() KubeconfigSelector {
 // CNI, DNS and NetworkPolicy programs); the report records it.
 type Describer interface {
 	Describe() string
+}
+
+// NodeImager is implemented by providers that run their nodes from an image
+// (kind); the report records the image the nodes ran.
+type NodeImager interface {
+	NodeImage() string
 }
 
 // Describe names the host programs of the local cluster with their versions.

@@ -12,6 +12,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
+
+	"github.com/meshclaims/meshclaims/framework/config/timeouts"
+	"github.com/meshclaims/meshclaims/framework/istio"
 	"github.com/meshclaims/meshclaims/framework/mode"
 )
 
@@ -36,36 +40,12 @@ const (
 // FailOns lists the -fail-on values.
 var FailOns = []string{FailOnNotReproduced, FailOnError}
 
-// Timeouts are every wait of the suite. Defaults suit kind on a laptop;
-// EKS release qualification may raise them.
-type Timeouts struct {
-	ClusterCreate   time.Duration // kind create or local start
-	IstioReady      time.Duration // istiod, CNI and ztunnel ready
-	WorkloadsReady  time.Duration // Deployments of a mode available
-	RolloutComplete time.Duration // GUIDE: kubectl rollout status --timeout=60s
-	Probe           time.Duration // one probe request (plaintext, NetworkPolicy, ...)
-	NetPolSettle    time.Duration // time a CNI gets to program a NetworkPolicy
-	Cleanup         time.Duration // deleting the suite's namespaces
-	ServiceReady    time.Duration // kubeproxy.service-scale: one Service answering
-	Quiet           time.Duration // a Service steady after a rollout: old pods gone (preStop 10 s + grace 40 s)
-	ProxySync       time.Duration // kube-proxy/ztunnel to program endpoints that just settled
-}
+// Timeouts are every wait of the suite (see package timeouts, which holds
+// them apart from config so that packages config depends on can use them).
+type Timeouts = timeouts.Timeouts
 
 // DefaultTimeouts returns the defaults.
-func DefaultTimeouts() Timeouts {
-	return Timeouts{
-		ClusterCreate:   10 * time.Minute,
-		IstioReady:      5 * time.Minute,
-		WorkloadsReady:  5 * time.Minute,
-		RolloutComplete: 60 * time.Second,
-		Probe:           5 * time.Second,
-		NetPolSettle:    10 * time.Second,
-		Cleanup:         3 * time.Minute,
-		ServiceReady:    60 * time.Second,
-		Quiet:           3 * time.Minute,
-		ProxySync:       2 * time.Second,
-	}
-}
+func DefaultTimeouts() Timeouts { return timeouts.Default() }
 
 // Config is one run's configuration.
 type Config struct {
@@ -75,18 +55,22 @@ type Config struct {
 	Kubeconfig    string
 	Context       string
 	ClusterName   string
+	KindNodeImage string // "" = framework/cluster.DefaultNodeImage (Kubernetes 1.36)
 	ReuseCluster  bool
 	KeepCluster   bool
 	IstioVersion  string
 	IstioInstall  string
 	IstioCharts   string // local chart directory; empty = Istio's chart repository
+	// IstioValues is the per-chart Helm values file after Validate: the
+	// -istio-values flag, or the provider's default (DefaultIstioValues);
+	// empty = the charts' own defaults.
+	IstioValues   string
 	ClaimsFile    string
 	ResultsDir    string // the run's directory: <results-root>/<run id>
 	ResultsRoot   string
 	RunID         string
 	Repeats       int
 	DurationScale float64
-	Images        string // directory of image tarballs; empty = build them
 	Registry      string // push images here (EKS); empty = load into nodes
 	FailOn        string // FailOnNotReproduced or FailOnError
 	Timeouts      Timeouts
@@ -118,17 +102,20 @@ func Register(fs *flag.FlagSet) *Config {
 	}
 	fs.StringVar(&c.Context, "context", "", "kubeconfig context for -provider=existing (default: its current context, pinned at start)")
 	fs.StringVar(&c.ClusterName, "cluster-name", "meshclaims", "kind or local cluster name")
+	fs.StringVar(&c.KindNodeImage, "kind-node-image", "", "node image for every kind node, e.g. kindest/node:v1.36.4@sha256:... (default: the pinned Kubernetes 1.36 image of kind v0.33.0's release notes, framework/cluster.DefaultNodeImage); the report records the image that ran")
 	fs.BoolVar(&c.ReuseCluster, "reuse-cluster", false, "reuse a cluster of that name if it exists")
 	fs.BoolVar(&c.KeepCluster, "keep-cluster", false, "keep the cluster (and the suite's namespaces) after the run")
 	fs.StringVar(&c.IstioVersion, "istio-version", "1.30.2", "Istio version to install (GUIDE measured 1.30.2)")
 	fs.StringVar(&c.IstioInstall, "istio-install", "helm", "how to install Istio: "+strings.Join(IstioInstalls, ", "))
 	fs.StringVar(&c.IstioCharts, "istio-charts", "", "directory holding Istio's charts (base, istiod, cni, ztunnel); default: Istio's chart repository")
+	fs.StringVar(&c.IstioValues, "istio-values", "", "per-chart Helm values file (keys base, istiod, cni, ztunnel); "+
+		"default for -provider=kind and local: testdata/istio/values.yaml (one istiod requesting 100m CPU and 256Mi instead of the chart's 500m and 2Gi), "+
+		"for existing: none (the charts' defaults; EKS on arm64: testdata/istio/values-eks-arm64.yaml); "+IstioValuesNone+" = the charts' defaults")
 	fs.StringVar(&c.ClaimsFile, "claims", "", "claims registry (default: testdata/claims.yaml of this repository)")
 	fs.StringVar(&c.ResultsRoot, "results", "", "results root; each run writes <results>/<run id>/ (default: results/ of this repository)")
 	fs.StringVar(&c.RunID, "run-id", "", "run id (default: UTC time, e.g. 20261129-214800)")
 	fs.IntVar(&c.Repeats, "repeats", 1, "repeat each measurement this many times (REVIEW: report spread)")
 	fs.Float64Var(&c.DurationScale, "duration-scale", 1, "scale every documented duration, e.g. 0.1 for a quick run (stated in the report)")
-	fs.StringVar(&c.Images, "images", "", "directory of prebuilt image tarballs (default: build them)")
 	fs.StringVar(&c.Registry, "image-registry", "", "push workload images to this registry instead of loading them into nodes (EKS)")
 	fs.StringVar(&c.FailOn, "fail-on", FailOnNotReproduced, "what fails a spec: "+FailOnNotReproduced+" (any verdict but reproduced/recorded) or "+FailOnError+" (only a measurement that could not be made or a missing precondition; verdicts still reported)")
 	fs.DurationVar(&c.Timeouts.RolloutComplete, "rollout-timeout", c.Timeouts.RolloutComplete, "limit for one rollout to complete (GUIDE: 60s)")
@@ -174,15 +161,20 @@ func (c *Config) Validate(repoRoot string, now time.Time) error {
 	if c.Provider != "existing" && (c.Kubeconfig != "" || c.Context != "") {
 		bad("-kubeconfig and -context apply to -provider=existing only (got -provider=%s)", c.Provider)
 	}
+	if c.KindNodeImage != "" {
+		if c.Provider != "kind" {
+			bad("-kind-node-image applies to -provider=kind only (got -provider=%s)", c.Provider)
+		} else if _, err := name.ParseReference(c.KindNodeImage); err != nil {
+			bad("-kind-node-image=%q is not an image reference: %v; accepted: REPOSITORY[:TAG][@sha256:DIGEST], e.g. kindest/node:v1.36.4@sha256:<64 hex digits>", c.KindNodeImage, err)
+		}
+	}
 	if c.IstioCharts != "" {
 		if st, err := os.Stat(c.IstioCharts); err != nil || !st.IsDir() {
 			bad("-istio-charts=%q is not a directory", c.IstioCharts)
 		}
 	}
-	if c.Images != "" {
-		if st, err := os.Stat(c.Images); err != nil || !st.IsDir() {
-			bad("-images=%q is not a directory", c.Images)
-		}
+	if err := c.resolveIstioValues(repoRoot); err != nil {
+		bad("%v", err)
 	}
 	if c.ClaimsFile == "" {
 		c.ClaimsFile = filepath.Join(repoRoot, "testdata", "claims.yaml")
@@ -203,6 +195,46 @@ func (c *Config) Validate(repoRoot string, now time.Time) error {
 	c.validateImageFlags(bad)
 	if len(errs) > 0 {
 		return fmt.Errorf("invalid flags:\n  %s", strings.Join(errs, "\n  "))
+	}
+	return nil
+}
+
+// IstioValuesNone is the -istio-values value that passes no values file.
+const IstioValuesNone = "none"
+
+// DefaultIstioValues is the values file a provider gets when -istio-values
+// is not given, relative to the repository root; empty = none. A kind or
+// local cluster is one laptop or CI runner: the istiod chart's own request
+// (500m CPU, 2Gi) would not schedule next to the workloads.
+func DefaultIstioValues(provider string) string {
+	switch provider {
+	case "kind", "local":
+		return filepath.Join("testdata", "istio", "values.yaml")
+	}
+	return ""
+}
+
+// resolveIstioValues applies the provider's default and reads the file with
+// the installer's own parser, so a missing file, bad YAML or an unknown
+// chart key fails here, before any cluster is touched.
+func (c *Config) resolveIstioValues(repoRoot string) error {
+	flagValue := c.IstioValues
+	switch flagValue {
+	case IstioValuesNone:
+		c.IstioValues = ""
+		return nil
+	case "":
+		def := DefaultIstioValues(c.Provider)
+		if def == "" {
+			return nil
+		}
+		c.IstioValues = filepath.Join(repoRoot, def)
+	}
+	if _, err := istio.LoadValuesFile(c.IstioValues); err != nil {
+		if flagValue == "" {
+			return fmt.Errorf("-istio-values (default for -provider=%s, %s): %v", c.Provider, c.IstioValues, err)
+		}
+		return fmt.Errorf("-istio-values=%q: %v; accepted: a YAML map from chart name (base, istiod, cni, ztunnel) to that chart's values, or %s", flagValue, err, IstioValuesNone)
 	}
 	return nil
 }

@@ -54,11 +54,35 @@ func TestRejectsBadValues(t *testing.T) {
 		`-cluster-name="Mesh_Claims"`:                                      {"-cluster-name=Mesh_Claims"},
 		`-claims="/nonexistent/claims.yaml"`:                               {"-claims=/nonexistent/claims.yaml"},
 		`-istio-charts="/nonexistent"`:                                     {"-istio-charts=/nonexistent"},
+		// A digest that is not 64 hex digits, and an upper-case repository.
+		`-kind-node-image="kindest/node:v1.36.4@sha256:099e" is not an image reference`: {"-kind-node-image=kindest/node:v1.36.4@sha256:099e"},
+		`-kind-node-image="Kindest/Node:v1.36.4" is not an image reference`:             {"-kind-node-image=Kindest/Node:v1.36.4"},
+		`-kind-node-image applies to -provider=kind only`:                               {"-provider=existing", "-kind-node-image=kindest/node:v1.36.4"},
 	}
 	for want, args := range cases {
 		_, err := parse(t, args...)
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%v: error %v does not contain %q", args, err, want)
+		}
+	}
+}
+
+// Positive control for the rejections above: references kind accepts (by
+// digest as its release notes list them, by tag, or a locally built image)
+// pass and are kept as given.
+func TestAcceptsKindNodeImages(t *testing.T) {
+	for _, ref := range []string{
+		"kindest/node:v1.36.4@sha256:099e049362a1526b2db71494e1947aae99bd16290d7c895f2b7ea312e3cbfaed",
+		"kindest/node:v1.35.8",
+		"registry.example.com:5000/me/node:dev",
+	} {
+		c, err := parse(t, "-kind-node-image="+ref)
+		if err != nil {
+			t.Errorf("%s: %v", ref, err)
+			continue
+		}
+		if c.KindNodeImage != ref {
+			t.Errorf("KindNodeImage = %q, want %q", c.KindNodeImage, ref)
 		}
 	}
 }
@@ -87,6 +111,63 @@ func TestSharesAnExistingKubeconfigFlag(t *testing.T) {
 	}
 	if c.Kubeconfig != "/tmp/kc" {
 		t.Fatalf("kubeconfig = %q", c.Kubeconfig)
+	}
+}
+
+// -istio-values: the provider's default, an explicit file, none, and the
+// failures a user can make, each naming the value before any cluster exists.
+func TestIstioValues(t *testing.T) {
+	smallRequests := filepath.Join(repoRoot(), "testdata", "istio", "values.yaml")
+	for _, p := range []string{"kind", "local"} {
+		c, err := parse(t, "-provider="+p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.IstioValues != smallRequests {
+			t.Errorf("-provider=%s: values %q, want %s", p, c.IstioValues, smallRequests)
+		}
+	}
+	c, err := parse(t, "-provider=existing")
+	if err != nil || c.IstioValues != "" {
+		t.Errorf("-provider=existing: values %q (%v), want none: an EKS cluster keeps the charts' requests", c.IstioValues, err)
+	}
+	eks := filepath.Join(repoRoot(), "testdata", "istio", "values-eks-arm64.yaml")
+	if c, err := parse(t, "-provider=existing", "-istio-values="+eks); err != nil || c.IstioValues != eks {
+		t.Errorf("explicit file: %q, %v", c.IstioValues, err)
+	}
+	if c, err := parse(t, "-istio-values=none"); err != nil || c.IstioValues != "" {
+		t.Errorf("-istio-values=none on kind: %q, %v", c.IstioValues, err)
+	}
+
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	notYAML := write("broken.yaml", "istiod:\n  resources: [unclosed\n")
+	typo := write("typo.yaml", "istio-discovery:\n  replicaCount: 1\n")
+	missing := filepath.Join(dir, "absent.yaml")
+	for path, want := range map[string]string{
+		missing: "no such file",
+		notYAML: "yaml",
+		typo:    `unknown chart "istio-discovery"`,
+	} {
+		_, err := parse(t, "-istio-values="+path)
+		if err == nil || !strings.Contains(err.Error(), `-istio-values="`+path+`"`) || !strings.Contains(err.Error(), want) {
+			t.Errorf("-istio-values=%s: error %v, want it to name the value and say %q", path, err, want)
+		}
+	}
+}
+
+// -images was never read (the workload image is always built from this
+// checkout, so its digest names the code that ran); it is gone rather than
+// silently ignored.
+func TestImagesFlagIsGone(t *testing.T) {
+	if _, err := parse(t, "-images="+t.TempDir()); err == nil || !strings.Contains(err.Error(), "-images") {
+		t.Fatalf("-images accepted (%v) though nothing uses it", err)
 	}
 }
 

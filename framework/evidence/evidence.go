@@ -1,7 +1,9 @@
 // Package evidence saves what a failed spec needs for a diagnosis, before
-// clean-up removes it: events and pod logs of the spec's namespaces, and the
-// proxies' state — Envoy admin config_dump of sidecars and waypoints, and
-// ztunnel's config_dump.
+// clean-up removes it: events and pod logs of the spec's namespaces (init
+// containers and native sidecars included), the status istiod wrote on their
+// Gateways and HTTPRoutes, the logs of Istio's control plane and node agents,
+// and the proxies' state — Envoy admin config_dump of sidecars and
+// waypoints, and ztunnel's config_dump.
 package evidence
 
 import (
@@ -15,7 +17,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"sigs.k8s.io/yaml"
 
 	"github.com/meshclaims/meshclaims/framework/kube"
 )
@@ -41,6 +47,16 @@ func Collect(ctx context.Context, k *kube.Cluster, dir, base string, namespaces 
 		}
 		files = append(files, rel)
 	}
+	logs := func(p *corev1.Pod) {
+		for _, c := range logContainers(p) {
+			out, err := k.Logs(ctx, p.Namespace, p.Name, c, time.Time{})
+			if err != nil {
+				errs = append(errs, fmt.Errorf("logs of %s/%s/%s: %w", p.Namespace, p.Name, c, err))
+				continue
+			}
+			write(fmt.Sprintf("%s__%s__%s.log", p.Namespace, p.Name, c), out)
+		}
+	}
 	for _, ns := range namespaces {
 		ev, err := k.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
@@ -48,20 +64,18 @@ func Collect(ctx context.Context, k *kube.Cluster, dir, base string, namespaces 
 		} else {
 			write(ns+"__events.txt", formatEvents(ev.Items))
 		}
+		if dump, err := routeStatus(ctx, k, ns); err != nil {
+			errs = append(errs, err)
+		} else if dump != "" {
+			write(ns+"__gateway-api-status.yaml", dump)
+		}
 		pods, err := k.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			errs = append(errs, fmt.Errorf("pods of %s: %w", ns, err))
 			continue
 		}
 		for _, p := range pods.Items {
-			for _, c := range p.Spec.Containers {
-				logs, err := k.Logs(ctx, ns, p.Name, c.Name, time.Time{})
-				if err != nil {
-					errs = append(errs, fmt.Errorf("logs of %s/%s/%s: %w", ns, p.Name, c.Name, err))
-					continue
-				}
-				write(fmt.Sprintf("%s__%s__%s.log", ns, p.Name, c.Name), logs)
-			}
+			logs(&p)
 			if hasProxy(&p) {
 				if dump, err := k.AdminGet(ctx, ns, p.Name, "/config_dump"); err != nil {
 					errs = append(errs, err)
@@ -71,19 +85,95 @@ func Collect(ctx context.Context, k *kube.Cluster, dir, base string, namespaces 
 			}
 		}
 	}
+	for _, sel := range ControlPlane {
+		pods, err := k.Client.CoreV1().Pods(IstioNamespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("pods %s in %s: %w", sel, IstioNamespace, err))
+			continue
+		}
+		for _, p := range pods.Items {
+			logs(&p)
+		}
+	}
 	// ztunnel holds the ambient data plane's state for every node.
-	zt, err := k.Client.CoreV1().Pods("istio-system").List(ctx, metav1.ListOptions{LabelSelector: "app=ztunnel"})
+	zt, err := k.Client.CoreV1().Pods(IstioNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app=ztunnel"})
 	if err == nil {
 		for _, p := range zt.Items {
 			if dump, err := k.AdminGet(ctx, p.Namespace, p.Name, "/config_dump"); err != nil {
 				errs = append(errs, err)
 			} else {
-				write(fmt.Sprintf("istio-system__%s__config_dump.json", p.Name), dump)
+				write(fmt.Sprintf("%s__%s__config_dump.json", IstioNamespace, p.Name), dump)
 			}
 		}
 	}
 	sort.Strings(files)
 	return files, errors.Join(errs...)
+}
+
+// IstioNamespace is where Istio's control plane and node agents run.
+const IstioNamespace = "istio-system"
+
+// ControlPlane selects, in IstioNamespace, the pods whose logs are evidence
+// for any meshed spec, by the labels Istio's charts put on them: istiod
+// (config rejected, push errors, waypoint and gateway deployment), ztunnel
+// and the istio-cni node agent (a pod not captured into the mesh).
+var ControlPlane = []string{"app=istiod", "app=ztunnel", "k8s-app=istio-cni-node"}
+
+// logContainers names the containers of p whose logs are kept: every init
+// container first — a native sidecar (restartPolicy Always, as Istio injects
+// istio-proxy on Kubernetes with sidecar containers) is the proxy itself,
+// and istio-init/istio-validation say why a pod's traffic was not captured —
+// then the app containers.
+func logContainers(p *corev1.Pod) []string {
+	var names []string
+	for _, c := range p.Spec.InitContainers {
+		names = append(names, c.Name)
+	}
+	for _, c := range p.Spec.Containers {
+		names = append(names, c.Name)
+	}
+	return names
+}
+
+// routeKinds are the Gateway API objects whose status istiod writes: a
+// waypoint or ingress Gateway's Programmed condition and addresses, an
+// HTTPRoute's Accepted and ResolvedRefs per parent.
+var routeKinds = []schema.GroupVersionResource{
+	{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "gateways"},
+	{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "httproutes"},
+}
+
+// routeStatus is every Gateway and HTTPRoute of ns as kind, name, spec
+// and status, YAML documents in a stream; empty when there are none. A
+// cluster without the Gateway API CRDs has none.
+func routeStatus(ctx context.Context, k *kube.Cluster, ns string) (string, error) {
+	dyn, err := dynamic.NewForConfig(k.Config)
+	if err != nil {
+		return "", err
+	}
+	var docs []string
+	for _, gvr := range routeKinds {
+		l, err := dyn.Resource(gvr).Namespace(ns).List(ctx, metav1.ListOptions{})
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return "", fmt.Errorf("%s of %s: %w", gvr.Resource, ns, err)
+		}
+		for _, it := range l.Items {
+			doc := map[string]any{
+				"apiVersion": it.GetAPIVersion(), "kind": it.GetKind(),
+				"metadata": map[string]any{"name": it.GetName(), "namespace": it.GetNamespace(), "generation": it.GetGeneration()},
+				"spec":     it.Object["spec"], "status": it.Object["status"],
+			}
+			b, err := yaml.Marshal(doc)
+			if err != nil {
+				return "", err
+			}
+			docs = append(docs, string(b))
+		}
+	}
+	return strings.Join(docs, "---\n"), nil
 }
 
 // hasProxy reports an Envoy in the pod: an istio-proxy container (sidecar or

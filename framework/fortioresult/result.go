@@ -1,9 +1,10 @@
-// Package fortioresult reads the JSON result of a fortio HTTP load run (as
+// Package fortioresult reads the JSON result of a fortio load run (as
 // written by `fortio load -json FILE` and returned by the REST API
-// /fortio/rest/run) into typed Go values, and summarizes it into the numbers
-// the claims are judged on: status-code counts and rates with Wilson
-// intervals, sockets used against connections, percentiles in milliseconds and
-// a Little's-law cross-check of the latency histogram.
+// /fortio/rest/run), HTTP or gRPC, into typed Go values, and summarizes it
+// into the numbers the claims are judged on: status-code counts and rates
+// with Wilson intervals, sockets used against connections (HTTP only: fortio's
+// gRPC runner does not count sockets), percentiles in milliseconds and a
+// Little's-law cross-check of the latency histogram.
 //
 // The raw file stays the source of truth: Parse keeps every field it does not
 // know in Result.Extra, so a newer fortio does not break parsing and a
@@ -17,12 +18,14 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"fortio.org/fortio/stats"
+	"google.golang.org/grpc/health/grpc_health_v1"
 )
 
 // Histogram is fortio's exported histogram (Count, Min, Max, Sum, Avg,
@@ -32,8 +35,11 @@ import (
 type Histogram = stats.HistogramData
 
 // Result is fortio's HTTP runner result (fhttp.HTTPRunnerResults, which embeds
-// periodic.RunnerResults and fhttp.HTTPOptions) as it appears in JSON.
-// Field names are fortio's; only the fields meshclaims reads are typed.
+// periodic.RunnerResults and fhttp.HTTPOptions) or gRPC runner result
+// (fgrpc.GRPCRunnerResults: periodic.RunnerResults plus RetCodes keyed by
+// health status, Destination, Streams, Ping, Metadata) as it appears in JSON.
+// Field names are fortio's; only the fields meshclaims reads are typed. Which
+// of the two a Result is, RunType says (see Protocol).
 type Result struct {
 	// From periodic.RunnerResults.
 	RunType           string
@@ -60,10 +66,19 @@ type Result struct {
 	Message   string `json:"message,omitempty"`
 	Exception string `json:"exception,omitempty"`
 
-	// From fhttp.HTTPRunnerResults.
-	// RetCodes maps an HTTP status ("200", "503") to its count; "-1" means no
-	// HTTP response at all (connect refused, reset, EOF, timeout).
-	RetCodes        map[string]int64
+	// From fhttp.HTTPRunnerResults and fgrpc.GRPCRunnerResults.
+	// RetCodes maps, for HTTP, a status ("200", "503") to its count, "-1"
+	// meaning no HTTP response at all (connect refused, reset, EOF, timeout);
+	// for gRPC, a health status name ("SERVING", "NOT_SERVING", ...) or
+	// "ERROR" (the call returned an error) to its count.
+	RetCodes map[string]int64
+
+	// From fgrpc.GRPCRunnerResults (absent from HTTP results).
+	Destination string // host:port the gRPC runner called
+	Streams     int    // streams per connection; NumThreads = connections x Streams
+	Ping        bool   // fortio's ping service rather than the health service
+
+	// From fhttp.HTTPRunnerResults (absent from gRPC results).
 	IPCountMap      map[string]int
 	Sizes           *Histogram
 	HeaderSizes     *Histogram
@@ -85,6 +100,11 @@ type Result struct {
 
 	// Extra holds every top-level field not listed above, verbatim.
 	Extra map[string]json.RawMessage `json:"-"`
+	// present is the set of top-level keys of the parsed JSON (nil for a
+	// Result built in Go): MarshalJSON writes a typed field only if the
+	// source had it, so an HTTP file does not gain the gRPC fields on a round
+	// trip, nor a gRPC file the HTTP ones.
+	present map[string]bool
 	// Source names where the result was read from (Parse's name argument).
 	Source string `json:"-"`
 }
@@ -132,11 +152,14 @@ func (r *Result) UnmarshalJSON(data []byte) error {
 	if err := json.Unmarshal(data, &all); err != nil {
 		return err
 	}
+	present := make(map[string]bool, len(all))
 	for k := range all {
+		present[k] = true
 		if isKnown(k) {
 			delete(all, k)
 		}
 	}
+	a.present = present
 	if len(all) == 0 {
 		all = nil
 	}
@@ -145,18 +168,39 @@ func (r *Result) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-// MarshalJSON writes the typed fields and the kept unknown ones.
+// wasPresent matches case-insensitively, as encoding/json does when decoding.
+func (r *Result) wasPresent(key string) bool {
+	if r.present[key] {
+		return true
+	}
+	for k := range r.present {
+		if strings.EqualFold(k, key) {
+			return true
+		}
+	}
+	return false
+}
+
+// MarshalJSON writes the typed fields (those the parsed source had) and the
+// kept unknown ones.
 func (r Result) MarshalJSON() ([]byte, error) {
 	typed, err := json.Marshal(resultAlias(r))
 	if err != nil {
 		return nil, err
 	}
-	if len(r.Extra) == 0 {
+	if len(r.Extra) == 0 && r.present == nil {
 		return typed, nil
 	}
 	var all map[string]json.RawMessage
 	if err := json.Unmarshal(typed, &all); err != nil {
 		return nil, err
+	}
+	if r.present != nil {
+		for k := range all {
+			if !r.wasPresent(k) {
+				delete(all, k)
+			}
+		}
 	}
 	for k, v := range r.Extra {
 		if _, clash := all[k]; !clash {
@@ -166,25 +210,79 @@ func (r Result) MarshalJSON() ([]byte, error) {
 	return json.Marshal(all)
 }
 
-// Parse decodes one fortio HTTP result. name identifies the input in errors
-// (a file name, a URL). It rejects JSON that is not a fortio HTTP result
-// rather than summarizing zeros: a result without RetCodes or
-// DurationHistogram, a run of another type (GRPC, TCP, UDP), fortio's error
-// reply for a run that did not start, and status keys that are not integers.
+// Protocol is the kind of fortio runner that produced a result.
+type Protocol string
+
+const (
+	ProtocolHTTP Protocol = "http"
+	ProtocolGRPC Protocol = "grpc"
+)
+
+// GRPCError is the RetCodes key of a gRPC call that returned an error
+// (fgrpc.Error): no health status at all, the gRPC analogue of HTTP's -1.
+const GRPCError = "ERROR"
+
+// GRPCServing is the RetCodes key of a successful gRPC call: the health
+// status every ping answer and every healthy health check counts as.
+const GRPCServing = "SERVING"
+
+// grpcCodes are the RetCodes keys fgrpc writes: the names of
+// grpc_health_v1.HealthCheckResponse_ServingStatus (status.String()) and
+// GRPCError.
+var grpcCodes = func() []string {
+	codes := []string{GRPCError}
+	for _, name := range grpc_health_v1.HealthCheckResponse_ServingStatus_name {
+		codes = append(codes, name)
+	}
+	sort.Strings(codes)
+	return codes
+}()
+
+// protocolOf maps fortio's RunType to the runner that wrote it: "HTTP" (or
+// empty, in fortio versions that did not write it) from fhttp; from fgrpc
+// "GRPC Ping[ Delay=...]", "GRPC Health for '<service>'" and "Custom GRPC
+// Method <m> and Payload <p>", each possibly followed by " PayloadLength=N".
+func protocolOf(runType string) (Protocol, bool) {
+	switch {
+	case runType == "" || runType == "HTTP":
+		return ProtocolHTTP, true
+	case strings.HasPrefix(runType, "GRPC "), strings.HasPrefix(runType, "Custom GRPC Method "):
+		return ProtocolGRPC, true
+	}
+	return "", false
+}
+
+// Protocol says whether r came from fortio's HTTP or gRPC runner (Parse
+// refuses any other RunType).
+func (r *Result) Protocol() Protocol {
+	p, _ := protocolOf(r.RunType)
+	return p
+}
+
+// expected is the error text that says what Parse accepts.
+const expected = "expected JSON from `fortio load -json`, `fortio load -grpc -json` or /fortio/rest/run"
+
+// Parse decodes one fortio HTTP or gRPC result. name identifies the input in
+// errors (a file name, a URL). It rejects JSON that is not a fortio result
+// rather than summarizing zeros: truncated or invalid JSON, a result without
+// RetCodes or DurationHistogram, a run of another type (TCP, UDP), fortio's
+// error reply for a run that did not start, and status keys that the runner
+// cannot have written (HTTP: integers; gRPC: health status names or ERROR).
 func Parse(name string, data []byte) (*Result, error) {
 	data = bytes.TrimSpace(data)
 	if len(data) == 0 {
-		return nil, fmt.Errorf("%s: empty file, expected a fortio HTTP result (JSON from `fortio load -json` or /fortio/rest/run)", name)
+		return nil, fmt.Errorf("%s: empty file, %s", name, expected)
 	}
 	var r Result
 	if err := json.Unmarshal(data, &r); err != nil {
-		return nil, fmt.Errorf("%s: not a fortio HTTP result (JSON from `fortio load -json` or /fortio/rest/run): %w", name, err)
+		return nil, fmt.Errorf("%s: not a fortio result (%s): %w", name, expected, err)
 	}
 	if r.Error {
 		return nil, fmt.Errorf("%s: fortio reports the run failed to start: %q %s", name, r.Message, r.Exception)
 	}
-	if r.RunType != "" && r.RunType != "HTTP" {
-		return nil, fmt.Errorf("%s: fortio RunType is %q, only \"HTTP\" results are accepted", name, r.RunType)
+	proto, ok := protocolOf(r.RunType)
+	if !ok {
+		return nil, fmt.Errorf("%s: fortio RunType is %q, accepted: \"HTTP\" or a gRPC run (\"GRPC Ping...\", \"GRPC Health for ...\", \"Custom GRPC Method ...\")", name, r.RunType)
 	}
 	var missing []string
 	if r.RetCodes == nil {
@@ -194,12 +292,18 @@ func Parse(name string, data []byte) (*Result, error) {
 		missing = append(missing, "DurationHistogram")
 	}
 	if len(missing) > 0 {
-		return nil, fmt.Errorf("%s: not a fortio HTTP result: missing %s (expected JSON from `fortio load -json` or /fortio/rest/run)",
-			name, strings.Join(missing, " and "))
+		return nil, fmt.Errorf("%s: not a fortio result: missing %s (%s)", name, strings.Join(missing, " and "), expected)
 	}
 	for code, n := range r.RetCodes {
-		if _, err := strconv.Atoi(code); err != nil {
-			return nil, fmt.Errorf("%s: RetCodes key %q is not an HTTP status code (accepted: integers such as \"200\", \"503\", \"-1\")", name, code)
+		switch proto {
+		case ProtocolHTTP:
+			if _, err := strconv.Atoi(code); err != nil {
+				return nil, fmt.Errorf("%s: RetCodes key %q is not an HTTP status code (accepted in an HTTP run: integers such as \"200\", \"503\", \"-1\")", name, code)
+			}
+		case ProtocolGRPC:
+			if !slices.Contains(grpcCodes, code) {
+				return nil, fmt.Errorf("%s: RetCodes key %q is not a gRPC health status (accepted in a %q run: %s)", name, code, r.RunType, strings.Join(grpcCodes, ", "))
+			}
 		}
 		if n < 0 {
 			return nil, fmt.Errorf("%s: RetCodes[%q] = %d, counts must be >= 0", name, code, n)
@@ -212,7 +316,7 @@ func Parse(name string, data []byte) (*Result, error) {
 	return &r, nil
 }
 
-// ReadFile reads and parses the fortio HTTP result at path; errors name path.
+// ReadFile reads and parses the fortio result at path; errors name path.
 func ReadFile(path string) (*Result, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {

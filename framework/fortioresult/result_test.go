@@ -79,11 +79,11 @@ func TestParseRejects(t *testing.T) {
 		name, data, want string
 	}{
 		{"empty.json", "  \n", "empty file"},
-		{"text.json", "Ended after 1s : 200 calls", "not a fortio HTTP result"},
-		{"array.json", "[1,2]", "not a fortio HTTP result"},
+		{"text.json", "Ended after 1s : 200 calls", "not a fortio result"},
+		{"array.json", "[1,2]", "not a fortio result"},
 		{"other.json", `{"kind":"Deployment"}`, "missing RetCodes and DurationHistogram"},
 		{"nohist.json", `{"RetCodes":{"200":3}}`, "missing DurationHistogram"},
-		{"grpc.json", `{"RunType":"GRPC","RetCodes":{"SERVING":3},"DurationHistogram":{"Count":3}}`, `RunType is "GRPC"`},
+		{"tcp.json", `{"RunType":"TCP","RetCodes":{"OK":3},"DurationHistogram":{"Count":3}}`, `RunType is "TCP", accepted: "HTTP" or a gRPC run`},
 		{"failed.json", `{"RunType":"HTTP","error":true,"message":"init error","RetCodes":{},"DurationHistogram":{}}`, "failed to start"},
 		{"badcode.json", `{"RetCodes":{"OK":3},"DurationHistogram":{"Count":3}}`, `key "OK" is not an HTTP status code`},
 		{"negative.json", `{"RetCodes":{"200":-3},"DurationHistogram":{"Count":3}}`, "counts must be >= 0"},

@@ -47,13 +47,22 @@ func (r Rate) String() string { return stats.Proportion(r).String() }
 
 // LittleLaw is the JSON view of stats.LittleCheck on a run (see Summary.Little).
 type LittleLaw struct {
-	OK              bool    `json:"ok"`
-	Saturated       bool    `json:"saturated"`
-	ExpectedMeanMs  float64 `json:"expected_mean_ms,omitempty"`
-	RelativeError   float64 `json:"relative_error,omitempty"`
-	Consistent      bool    `json:"consistent"`
-	CoarseHistogram bool    `json:"coarse_histogram"`
-	Reason          string  `json:"reason"`
+	// OK is stats.LittleCheck.OK: Little's law not violated and the histogram
+	// not coarse. Verdict and CoarseHistogram say which of the two it is.
+	OK bool `json:"ok"`
+	// Verdict is Little's law alone: "holds", "violated", "not applicable"
+	// (a paced run: the law does not bound its mean) or "unchecked".
+	Verdict         stats.LawVerdict `json:"verdict"`
+	Saturated       bool             `json:"saturated"`
+	ExpectedMeanMs  float64          `json:"expected_mean_ms,omitempty"`
+	RelativeError   float64          `json:"relative_error,omitempty"`
+	Consistent      bool             `json:"consistent"`
+	CoarseHistogram bool             `json:"coarse_histogram"`
+	// LawReason explains Verdict, HistogramReason CoarseHistogram; Reason is
+	// both (or why neither could be checked).
+	LawReason       string `json:"law_reason,omitempty"`
+	HistogramReason string `json:"histogram_reason,omitempty"`
+	Reason          string `json:"reason"`
 }
 
 // Summary is what a report or a verdict needs from one fortio run. All
@@ -61,23 +70,38 @@ type LittleLaw struct {
 type Summary struct {
 	File   string `json:"file"`
 	Labels string `json:"labels,omitempty"`
-	URL    string `json:"url,omitempty"`
+	// URL is the HTTP target, or the gRPC run's Destination (host:port).
+	URL string `json:"url,omitempty"`
+	// Protocol is the runner ("http" or "grpc"); RunType fortio's own name
+	// for the run ("HTTP", "GRPC Ping", "GRPC Health for 'ping'", ...).
+	Protocol Protocol `json:"protocol"`
+	RunType  string   `json:"run_type,omitempty"`
 	// Requests is the number of calls (sum of fortio's RetCodes).
 	Requests int64 `json:"requests"`
-	// Codes is fortio's RetCodes: status -> count, "-1" = no HTTP response.
+	// Codes is fortio's RetCodes: status -> count. HTTP: "-1" = no HTTP
+	// response; gRPC: health status names, "ERROR" = the call failed.
 	Codes map[string]int64 `json:"codes"`
-	// Rates has every code of Codes, and always "-1" and "503".
+	// Rates has every code of Codes, and always "-1" and "503" for HTTP,
+	// "SERVING" and "ERROR" for gRPC.
 	Rates map[string]Rate `json:"rates"`
-	// Errors is fortio's error count (non-2xx and -1; ErrorsDurationHistogram).
+	// Errors is fortio's error count (ErrorsDurationHistogram): HTTP non-2xx
+	// and -1; gRPC every call not SERVING.
 	Errors       int64 `json:"errors"`
-	Status503    int64 `json:"status_503"`
-	SocketErrors int64 `json:"socket_errors"` // calls with status -1
+	Status503    int64 `json:"status_503"`    // HTTP only
+	SocketErrors int64 `json:"socket_errors"` // HTTP calls with status -1
+	// SocketsRecorded says whether the file counts sockets: fortio's HTTP
+	// runner does (SocketCount, Sockets), its gRPC runner does not, and then
+	// Sockets and ExtraSockets are 0 and mean nothing.
+	SocketsRecorded bool `json:"sockets_recorded"`
 	// Sockets is fortio's SocketCount (connect attempts); Connections its
-	// NumThreads; ExtraSockets = Sockets - Connections: the reconnections
-	// (0 is perfect keep-alive).
+	// NumThreads (for gRPC: connections x Streams, the concurrent calls);
+	// ExtraSockets = Sockets - Connections: the reconnections (0 is perfect
+	// keep-alive).
 	Sockets      int64 `json:"sockets"`
 	Connections  int   `json:"connections"`
 	ExtraSockets int64 `json:"extra_sockets"`
+	// Streams is the gRPC run's streams per connection (0 for HTTP).
+	Streams int `json:"streams,omitempty"`
 
 	RequestedQPS    string  `json:"requested_qps"`
 	QPS             float64 `json:"qps"` // fortio's ActualQPS
@@ -94,6 +118,12 @@ type Summary struct {
 	// fortio's own, "histogram" when all were computed from the buckets with
 	// fortio's CalcPercentile, "mixed" otherwise, "" without calls.
 	PercentileSource string `json:"percentile_source,omitempty"`
+	// PercentileBucketsMs maps each key of PercentilesMs to the [start, end]
+	// in ms of the histogram bucket it lies in: fortio interpolates linearly
+	// inside it, so a difference smaller than its width is not resolved by
+	// the histogram whatever the resolution says (fortio's buckets widen with
+	// the value: 0.1 ms wide from 0.5 to 1 ms at both 10 µs and 0.1 ms).
+	PercentileBucketsMs map[string][2]float64 `json:"percentile_buckets_ms,omitempty"`
 
 	// ResolutionMs is the duration histogram's bucket divider (0 if unknown).
 	ResolutionMs     float64          `json:"resolution_ms"`
@@ -120,14 +150,12 @@ func Summarize(r *Result) Summary {
 		File:            r.Source,
 		Labels:          r.Labels,
 		URL:             r.URL,
+		Protocol:        r.Protocol(),
+		RunType:         r.RunType,
 		Requests:        r.Calls(),
 		Codes:           make(map[string]int64, len(r.RetCodes)),
 		Rates:           map[string]Rate{},
-		Status503:       r.RetCodes["503"],
-		SocketErrors:    r.RetCodes[StatusNoResponse],
-		Sockets:         r.SocketCount,
 		Connections:     r.NumThreads,
-		ExtraSockets:    r.SocketCount - int64(r.NumThreads),
 		RequestedQPS:    r.RequestedQPS,
 		QPS:             r.ActualQPS,
 		DurationSeconds: r.ActualDuration.Seconds(),
@@ -137,13 +165,28 @@ func Summarize(r *Result) Summary {
 		MaxMs:           h.Max * 1e3,
 		PercentilesMs:   map[string]float64{},
 	}
+	always := []string{StatusNoResponse, "503"}
+	switch s.Protocol {
+	case ProtocolGRPC:
+		always = []string{GRPCServing, GRPCError}
+		if s.URL == "" {
+			s.URL = r.Destination
+		}
+		s.Streams = r.Streams
+	default:
+		s.Status503 = r.RetCodes["503"]
+		s.SocketErrors = r.RetCodes[StatusNoResponse]
+		s.SocketsRecorded = true
+		s.Sockets = r.SocketCount
+		s.ExtraSockets = r.SocketCount - int64(r.NumThreads)
+	}
 	if r.ErrorsDurationHistogram != nil {
 		s.Errors = r.ErrorsDurationHistogram.Count
 	}
 	for code, n := range r.RetCodes {
 		s.Codes[code] = n
 	}
-	for _, code := range append(r.Codes(), StatusNoResponse, "503") {
+	for _, code := range append(r.Codes(), always...) {
 		p, err := stats.Wilson(s.Codes[code], s.Requests, Confidence)
 		if err != nil { // only on negative counts, which Parse refuses
 			s.Warnings = append(s.Warnings, fmt.Sprintf("rate of %s: %v", code, err))
@@ -153,6 +196,11 @@ func Summarize(r *Result) Summary {
 	}
 	if h.Count != s.Requests {
 		s.Warnings = append(s.Warnings, fmt.Sprintf("DurationHistogram.Count %d differs from the sum of RetCodes %d", h.Count, s.Requests))
+	}
+	// fgrpc counts as an error every call that is not SERVING.
+	if s.Protocol == ProtocolGRPC && r.ErrorsDurationHistogram != nil && s.Errors != s.Requests-s.Codes[GRPCServing] {
+		s.Warnings = append(s.Warnings, fmt.Sprintf("ErrorsDurationHistogram.Count %d differs from the calls not %s %d",
+			s.Errors, GRPCServing, s.Requests-s.Codes[GRPCServing]))
 	}
 	if r.Sockets != nil {
 		var sum int64
@@ -165,6 +213,7 @@ func Summarize(r *Result) Summary {
 	}
 
 	s.PercentilesMs, s.PercentileSource = percentilesMs(h)
+	s.PercentileBucketsMs = bucketsOf(h, s.PercentilesMs)
 
 	res, src := r.DurationResolution()
 	s.ResolutionMs, s.ResolutionSource = res*1e3, src
@@ -201,21 +250,58 @@ func percentilesMs(h *Histogram) (map[string]float64, string) {
 	return out, "mixed"
 }
 
+// bucketsOf finds the bucket of h holding each percentile (values in ms). A
+// value on a boundary belongs to the lower bucket: fortio reaches a
+// percentile at a bucket's end when the cumulative count crosses it there.
+func bucketsOf(h *Histogram, pcts map[string]float64) map[string][2]float64 {
+	if len(h.Data) == 0 || len(pcts) == 0 {
+		return nil
+	}
+	out := make(map[string][2]float64, len(pcts))
+	for k, v := range pcts {
+		sec := v / 1e3
+		for _, b := range h.Data {
+			if sec <= b.End*(1+1e-9) && sec >= b.Start*(1-1e-9) {
+				out[k] = [2]float64{b.Start * 1e3, b.End * 1e3}
+				break
+			}
+		}
+	}
+	return out
+}
+
+// BucketWidthMs is the width in ms of the bucket holding percentile p (0
+// when unknown).
+func (s Summary) BucketWidthMs(p float64) float64 {
+	b, ok := s.PercentileBucketsMs[PercentileKey(p)]
+	if !ok {
+		return 0
+	}
+	return b[1] - b[0]
+}
+
 func littleOf(r *Result, h *Histogram, resolution float64, src ResolutionSource, p50 float64) (stats.LittleCheck, LittleLaw) {
 	requested, err := r.RequestedQPSValue()
 	if err != nil {
 		requested = 0 // "max" (or unreadable): treat as unlimited, i.e. saturated
 	}
 	c := stats.LittlesLaw(r.NumThreads, r.ActualQPS, requested, h.Avg, p50, resolution, LittleTolerance)
-	reason := c.Reason
+	reason, lawReason, histReason := c.Reason, c.LawReason, c.HistogramReason
 	if src == ResolutionUnknown {
 		reason = "histogram resolution could not be determined from the file; " + reason
+		histReason = "histogram resolution could not be determined from the file"
 	}
 	if err != nil && !errors.Is(err, ErrMaxQPS) {
 		reason = err.Error() + ", treated as unlimited; " + reason
+		if lawReason != "" {
+			lawReason = err.Error() + ", treated as unlimited; " + lawReason
+		}
 	}
 	return c, LittleLaw{
 		OK:              c.OK(),
+		Verdict:         c.Law(),
+		LawReason:       lawReason,
+		HistogramReason: histReason,
 		Saturated:       c.Saturated,
 		ExpectedMeanMs:  c.ExpectedMean * 1e3,
 		RelativeError:   c.RelativeError,

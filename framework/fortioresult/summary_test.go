@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -218,7 +219,7 @@ func TestLittlesLawSaturated(t *testing.T) {
 	if s.RequestedQPS != "max" || !s.Little.Saturated {
 		t.Fatalf("requested %q, Little %+v: want a saturated max-qps run", s.RequestedQPS, s.Little)
 	}
-	if !s.Little.OK || !s.Little.Consistent || s.Little.CoarseHistogram {
+	if !s.Little.OK || !s.Little.Consistent || s.Little.CoarseHistogram || s.Little.Verdict != stats.LawHolds {
 		t.Errorf("Little's law on a real saturated run: %+v", s.Little)
 	}
 	if want := 4 / s.QPS * 1e3; !sameFloat(s.Little.ExpectedMeanMs, want) {
@@ -227,8 +228,35 @@ func TestLittlesLawSaturated(t *testing.T) {
 
 	r.DurationHistogram.Avg *= 2
 	bad := fortioresult.Summarize(r)
-	if bad.Little.Consistent || bad.Little.OK {
+	if bad.Little.Consistent || bad.Little.OK || bad.Little.Verdict != stats.LawViolated {
 		t.Errorf("doubled mean passed Little's law: %+v", bad.Little)
+	}
+}
+
+// TestLittleNotApplicableWhenPaced: a fixed-qps run that reached its target
+// (connections idle between calls) is outside Little's law: the verdict is
+// "not applicable" whatever the histogram, and the histogram's own flag
+// stays separate (coarse at 1 ms, fine at 10 µs on a 0.2 ms echo).
+func TestLittleNotApplicableWhenPaced(t *testing.T) {
+	for _, c := range []struct {
+		resolution float64
+		coarse     bool
+	}{{1e-5, false}, {1e-3, true}} {
+		path, _ := fortiotest.Run(t, fortiotest.WithQPS(100), fortiotest.WithConnections(4),
+			fortiotest.WithDelay("200us"), fortiotest.WithResolution(c.resolution))
+		s := fortioresult.Summarize(readBack(t, path))
+		if s.QPS < 0.95*100 {
+			t.Fatalf("paced run reached %v of 100 qps: not the unsaturated case", s.QPS)
+		}
+		l := s.Little
+		if l.Verdict != stats.LawNotApplicable || l.Saturated || l.ExpectedMeanMs != 0 ||
+			!strings.HasPrefix(l.LawReason, "not saturated (") {
+			t.Errorf("resolution %g: paced run judged by Little's law: %+v", c.resolution, l)
+		}
+		if l.CoarseHistogram != c.coarse || l.OK == c.coarse {
+			t.Errorf("resolution %g: coarse %v ok %v, want coarse %v (P50 %v ms): %s",
+				c.resolution, l.CoarseHistogram, l.OK, c.coarse, s.PercentilesMs["50"], l.HistogramReason)
+		}
 	}
 }
 
@@ -258,9 +286,15 @@ func TestSummaryJSONKeys(t *testing.T) {
 	if err := json.Unmarshal(data, &m); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{"file", "requests", "codes", "socket_errors", "sockets", "connections", "qps", "percentiles_ms", "mean_ms", "rates", "little_law"} {
+	for _, k := range []string{"file", "requests", "codes", "socket_errors", "sockets", "connections", "qps", "percentiles_ms", "mean_ms", "rates", "little_law", "protocol", "sockets_recorded"} {
 		if _, ok := m[k]; !ok {
 			t.Errorf("summary JSON lacks %q: %s", k, data)
+		}
+	}
+	ll, _ := m["little_law"].(map[string]any)
+	for _, k := range []string{"verdict", "law_reason", "histogram_reason", "coarse_histogram", "reason"} {
+		if _, ok := ll[k]; !ok {
+			t.Errorf("little_law lacks %q: %v", k, ll)
 		}
 	}
 	pm, _ := m["percentiles_ms"].(map[string]any)
@@ -293,5 +327,42 @@ func BenchmarkParseSummarize(b *testing.B) {
 			b.Fatal(err)
 		}
 		_ = fortioresult.Summarize(r)
+	}
+}
+
+// Each percentile is reported with the bucket fortio read it from: the
+// bucket of the file's own data where fortio's cumulative percent crosses
+// it, which holds the value.
+func TestPercentileBuckets(t *testing.T) {
+	path, res := fortiotest.Run(t, fortiotest.WithQPS(200), fortiotest.WithConnections(4),
+		fortiotest.WithDelay("200us"), fortiotest.WithResolution(1e-5))
+	s := fortioresult.Summarize(readBack(t, path))
+	if len(s.PercentileBucketsMs) != len(s.PercentilesMs) {
+		t.Fatalf("buckets %v for percentiles %v", s.PercentileBucketsMs, s.PercentilesMs)
+	}
+	for _, p := range res.DurationHistogram.Percentiles {
+		key := fortioresult.PercentileKey(p.Percentile)
+		b := s.PercentileBucketsMs[key]
+		v := s.PercentilesMs[key]
+		if v < b[0]*(1-1e-9) || v > b[1]*(1+1e-9) {
+			t.Errorf("P%s %v ms outside its bucket %v", key, v, b)
+		}
+		found := false
+		prev := 0.0
+		for _, d := range res.DurationHistogram.Data {
+			if sameFloat(d.Start*1e3, b[0]) && sameFloat(d.End*1e3, b[1]) {
+				found = true
+				if !(prev < p.Percentile && p.Percentile <= d.Percent) {
+					t.Errorf("P%s: bucket %v spans cumulative %v..%v%%", key, b, prev, d.Percent)
+				}
+			}
+			prev = d.Percent
+		}
+		if !found {
+			t.Errorf("P%s: bucket %v is not one of the file's", key, b)
+		}
+		if w := s.BucketWidthMs(p.Percentile); !sameFloat(w, b[1]-b[0]) || w <= 0 {
+			t.Errorf("P%s: width %v, bucket %v", key, w, b)
+		}
 	}
 }

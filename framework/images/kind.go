@@ -55,6 +55,15 @@ func kindProviderOption() (cluster.ProviderOption, error) {
 // (ErrNoKindNodes). kind's API takes no context, so ctx is checked between
 // steps and a load already running on a node is not interrupted.
 func LoadIntoKind(ctx context.Context, clusterName, tarballPath string) error {
+	return LoadIntoKindWith(ctx, nil, clusterName, tarballPath)
+}
+
+// LoadIntoKindWith is LoadIntoKind on the container engine engine names
+// (kind's provider option; nil = choose as LoadIntoKind does). A caller that
+// already found the engine the cluster runs on passes it: kind's own
+// detection takes the first CLI it finds, so on a machine with a docker CLI
+// but only Podman running it would pick docker and fail.
+func LoadIntoKindWith(ctx context.Context, engine cluster.ProviderOption, clusterName, tarballPath string) error {
 	if clusterName == "" {
 		return errors.New("images: LoadIntoKind: cluster name is empty; kind's default cluster is named \"kind\"")
 	}
@@ -69,11 +78,14 @@ func LoadIntoKind(ctx context.Context, clusterName, tarballPath string) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("images: LoadIntoKind %s into %q: %w", tarballPath, clusterName, err)
 	}
-	opt, err := kindProviderOption()
-	if err != nil {
-		return fmt.Errorf("images: LoadIntoKind %s into kind cluster %q: %w", tarballPath, clusterName, err)
+	if engine == nil {
+		opt, err := kindProviderOption()
+		if err != nil {
+			return fmt.Errorf("images: LoadIntoKind %s into kind cluster %q: %w", tarballPath, clusterName, err)
+		}
+		engine = opt
 	}
-	provider := cluster.NewProvider(opt)
+	provider := cluster.NewProvider(engine)
 	nodeList, err := provider.ListInternalNodes(clusterName)
 	if err != nil {
 		return fmt.Errorf("images: LoadIntoKind: listing nodes of kind cluster %q (is the container engine running?): %w%s", clusterName, err, kindCommandOutput(err))

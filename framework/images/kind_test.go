@@ -75,13 +75,19 @@ func TestLoadIntoKindEngineDown(t *testing.T) {
 
 // With the real docker CLI, if installed, pointed at a socket that does not
 // exist: kind detects docker, and listing nodes fails without any network.
+// The CLI is linked into a directory of its own: its real directory may
+// hold podman (Debian puts both in /usr/bin), which is not this case.
 func TestLoadIntoKindRealDockerCLINoDaemon(t *testing.T) {
 	docker, err := exec.LookPath("docker")
 	if err != nil {
 		t.Skip("no docker CLI on PATH; the fake-engine tests cover this path")
 	}
 	tarPath := writeTinyTarball(t)
-	t.Setenv("PATH", filepath.Dir(docker))
+	bin := t.TempDir()
+	if err := os.Symlink(docker, filepath.Join(bin, "docker")); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin)
 	t.Setenv("KIND_EXPERIMENTAL_PROVIDER", "")
 	t.Setenv("DOCKER_HOST", "unix://"+filepath.Join(t.TempDir(), "absent.sock"))
 	t.Setenv("DOCKER_CONFIG", t.TempDir())

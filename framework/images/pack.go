@@ -38,6 +38,9 @@ type PackSpec struct {
 	Files []File
 	// Symlinks are added like Files.
 	Symlinks []Symlink
+	// Dirs are directories the image's program writes to, owned by User
+	// (a directory RootFS or an implied parent already has is taken over).
+	Dirs []Dir
 	// User is the account the image runs as; the zero value is root.
 	// /etc/passwd and /etc/group are written for root and this account.
 	User Account
@@ -73,6 +76,15 @@ type Symlink struct {
 	// Target is what it points to, as readlink shows it (relative or
 	// absolute, resolved inside the container).
 	Target string
+}
+
+// Dir is a directory of an image owned by PackSpec.User, for a program
+// that runs as that user and writes there.
+type Dir struct {
+	// Path is the directory's absolute path in the image.
+	Path string
+	// Mode holds the permission bits; zero means 0755.
+	Mode fs.FileMode
 }
 
 // Packed is the result of Pack.
@@ -271,6 +283,28 @@ func packEntries(s PackSpec) ([]layerEntry, error) {
 			return nil, fmt.Errorf("images: %s (%s) has an empty Target", what, l.Path)
 		}
 		add(what, layerEntry{path: l.Path, mode: 0o777, link: l.Target})
+	}
+	for i, d := range s.Dirs {
+		what := fmt.Sprintf("PackSpec.Dirs[%d]", i)
+		if err := checkImagePath(what+".Path", d.Path); err != nil {
+			return nil, err
+		}
+		if d.Mode&^fs.ModePerm != 0 {
+			return nil, fmt.Errorf("images: %s (%s) has mode %v; accepted: permission bits only (e.g. 0755)", what, d.Path, d.Mode)
+		}
+		if s.User == (Account{}) {
+			return nil, fmt.Errorf("images: %s (%s) would be owned by root; Dirs are for PackSpec.User, which is not set", what, d.Path)
+		}
+		mode := int64(d.Mode.Perm())
+		if mode == 0 {
+			mode = 0o755
+		}
+		if old, ok := byPath[d.Path]; ok && !old.dir {
+			errs = append(errs, fmt.Errorf("images: %s %q is already in the image and is not a directory", what, d.Path))
+			continue
+		}
+		delete(byPath, d.Path) // an implied or RootFS directory becomes the user's
+		add(what, layerEntry{path: d.Path, dir: true, mode: mode, uid: s.User.UID, gid: s.User.GID})
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err

@@ -84,6 +84,25 @@ func TestPackLayerAndConfig(t *testing.T) {
 	if h := byName["home/istio-proxy/"]; h == nil || h.Uid != 1337 || h.Gid != 1337 {
 		t.Errorf("home/istio-proxy/: %+v, want a directory owned by 1337", h)
 	}
+	// Dirs belong to the user, even one that is a file's parent or is in
+	// RootFS already; the implied parents stay root's.
+	ds := packSpec(rootFSFixture(t))
+	ds.Files = append(ds.Files, File{Path: "/var/lib/istio/envoy/envoy_bootstrap_tmpl.json", Data: []byte("{}")})
+	ds.Dirs = []Dir{{Path: "/var/lib/istio/envoy"}, {Path: "/etc/istio/proxy", Mode: 0o775}, {Path: "/usr/sbin"}}
+	dirs := map[string]*tar.Header{}
+	for _, e := range layerEntries(t, mustPack(t, ds).Image) {
+		dirs[e.hdr.Name] = e.hdr
+	}
+	for name, mode := range map[string]int64{"var/lib/istio/envoy/": 0o755, "etc/istio/proxy/": 0o775, "usr/sbin/": 0o755} {
+		if h := dirs[name]; h == nil || h.Typeflag != tar.TypeDir || h.Uid != 1337 || h.Gid != 1337 || h.Mode != mode {
+			t.Errorf("%s: %+v, want a directory owned by 1337 of mode %o", name, h, mode)
+		}
+	}
+	for _, name := range []string{"var/lib/istio/", "etc/istio/", "var/lib/istio/envoy/envoy_bootstrap_tmpl.json"} {
+		if h := dirs[name]; h == nil || h.Uid != 0 {
+			t.Errorf("%s: %+v, want it root's", name, h)
+		}
+	}
 	if got := string(fileInLayer(t, p.Image, "/etc/passwd")); !strings.Contains(got, "istio-proxy:x:1337:1337:") {
 		t.Errorf("/etc/passwd lacks istio-proxy:\n%s", got)
 	}
@@ -124,6 +143,9 @@ func TestPackRejectsBadSpecs(t *testing.T) {
 		"empty link target":    func(s *PackSpec) { s.Symlinks[0].Target = "" },
 		"rootfs missing":       func(s *PackSpec) { s.RootFS = "/nonexistent-meshclaims" },
 		"reserved label":       func(s *PackSpec) { s.Labels = map[string]string{LabelVersion: "x"} },
+		"dir over a file":      func(s *PackSpec) { s.Dirs = []Dir{{Path: "/usr/local/bin/install-cni"}} },
+		"dir without a user":   func(s *PackSpec) { s.User, s.Dirs = Account{}, []Dir{{Path: "/var/lib/istio"}} },
+		"dir of bad mode":      func(s *PackSpec) { s.Dirs = []Dir{{Path: "/var/lib/istio", Mode: 0o4755 | 1<<31}} },
 	}
 	for name, mutate := range cases {
 		t.Run(name, func(t *testing.T) {

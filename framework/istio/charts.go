@@ -174,7 +174,8 @@ func (s ChartSource) loadRepo(c Chart, version string) (*chart.Chart, error) {
 // Values are the chart values the installer sets for chart c: the profile,
 // the image hub and tag (Options.ImageTag), then the cluster's own values
 // (Options.ClusterValues), on top of which the user's per-chart values from
-// Options.ValuesFile are merged.
+// Options.ValuesFile are merged, and last, for istiod with
+// Options.Proxy ProxyUpstreamEnvoy, UpstreamEnvoyIstiodValues.
 func Values(c Chart, o Options, user map[string]any) map[string]any {
 	o = o.withDefaults()
 	// hub/tag sit under global for istiod, and at the top level of
@@ -214,7 +215,13 @@ func Values(c Chart, o Options, user map[string]any) map[string]any {
 	if cv := o.ClusterValues[c]; cv != nil {
 		v = mergeValues(v, deepCopyValues(cv))
 	}
-	return mergeValues(v, user)
+	v = mergeValues(v, deepCopyValues(user))
+	// Upstream Envoy's settings go last: a user's values cannot turn back
+	// on a filter this Envoy would reject.
+	if c == ChartIstiod && o.Proxy == ProxyUpstreamEnvoy {
+		v = mergeValues(v, UpstreamEnvoyIstiodValues())
+	}
+	return v
 }
 
 // deepCopyValues copies nested maps, so merging never writes into the

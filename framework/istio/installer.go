@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"slices"
 
-	"github.com/meshclaims/meshclaims/framework/apiserver"
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/storage/driver"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -35,6 +33,9 @@ type Installer struct {
 	opts  Options
 	// Logf receives Helm's progress lines; nil discards them.
 	Logf func(format string, args ...any)
+	// GatewayCRDs is what Install found and did with the Gateway API CRDs
+	// (for the report: a foreign bundle's versions and the warning).
+	GatewayCRDs GatewayCRDs
 }
 
 // NewInstaller validates o and returns an installer that talks to the
@@ -68,7 +69,9 @@ func (i *Installer) Install(ctx context.Context) error {
 		i.logf("istio: -istio-install=skip: verifying the installed Istio only")
 		return i.VerifyVersion(ctx)
 	}
-	if err := i.InstallGatewayAPICRDs(ctx); err != nil {
+	crds, err := i.InstallGatewayAPICRDs(ctx)
+	i.GatewayCRDs = crds
+	if err != nil {
 		return err
 	}
 	charts, err := ChartsFor(i.opts.Profile)
@@ -105,7 +108,9 @@ func (i *Installer) InstallCharts(ctx context.Context, only ...Chart) error {
 	if err != nil {
 		return err
 	}
-	if err := i.InstallGatewayAPICRDs(ctx); err != nil {
+	crds, err := i.InstallGatewayAPICRDs(ctx)
+	i.GatewayCRDs = crds
+	if err != nil {
 		return err
 	}
 	for _, c := range charts {
@@ -144,6 +149,9 @@ func (i *Installer) installChart(ctx context.Context, c Chart, user map[string]a
 		// Istio's CRDs on a cluster where they came from istioctl or from
 		// istio.io/api: the CRDs must match the version being qualified.
 		in.TakeOwnership = true
+		// The mark that makes Uninstall remove this release after the run;
+		// a release someone else installed never carries it.
+		in.Labels = map[string]string{LabelManagedBy: ManagedBy}
 		in.Wait = true
 		in.Timeout = i.opts.Timeout
 		i.logf("istio: installing chart %s %s as %s", c, ch.Metadata.Version, c.Release())
@@ -161,37 +169,6 @@ func (i *Installer) installChart(ctx context.Context, c Chart, user map[string]a
 		i.logf("istio: upgrading release %s to chart %s %s", c.Release(), c, ch.Metadata.Version)
 		if _, err := up.RunWithContext(ctx, c.Release(), ch, vals); err != nil {
 			return fmt.Errorf("istio: upgrade %s: %w", c, err)
-		}
-	}
-	return nil
-}
-
-// InstallGatewayAPICRDs server-side applies the Gateway API standard
-// channel (waypoints are Gateways), from Options.GatewayCRDDir or the
-// sigs.k8s.io/gateway-api module this suite is built with.
-func (i *Installer) InstallGatewayAPICRDs(ctx context.Context) error {
-	dir := i.opts.GatewayCRDDir
-	if dir == "" {
-		mod, err := apiserver.ModuleDir("sigs.k8s.io/gateway-api")
-		if err != nil {
-			return fmt.Errorf("istio: Gateway API CRDs: %w", err)
-		}
-		dir = filepath.Join(mod, "config", "crd", "standard")
-	}
-	objs, err := readYAMLDir(dir)
-	if err != nil {
-		return fmt.Errorf("istio: Gateway API CRDs: %w", err)
-	}
-	if err := i.guard.Check(ctx); err != nil {
-		return fmt.Errorf("istio: before applying Gateway API CRDs: %w", err)
-	}
-	a, err := newApplier(i.cfg)
-	if err != nil {
-		return err
-	}
-	for _, u := range objs {
-		if err := a.apply(ctx, u, "", false); err != nil {
-			return fmt.Errorf("istio: Gateway API CRDs from %s: %w", dir, err)
 		}
 	}
 	return nil
@@ -240,12 +217,15 @@ func (i *Installer) runningImages(ctx context.Context) (map[string]string, error
 	return images, nil
 }
 
-// Uninstall removes the releases in reverse install order, waiting for
-// their resources to go. Gateway API CRDs stay: other software may use them,
-// and deleting a CRD deletes every object of its kind.
+// Uninstall removes what this package installed, and only that: the
+// releases carrying LabelManagedBy (installed by this run, or by an earlier
+// run that kept its cluster) in reverse install order, waiting for their
+// resources to go, then the Gateway API CRDs carrying it. A release someone
+// else installed, which Install only upgraded, and Gateway API CRDs the
+// cluster had before, stay. With MethodSkip nothing is ours.
 func (i *Installer) Uninstall(ctx context.Context) error {
 	if i.opts.Method == MethodSkip {
-		return nil // not ours to remove
+		return nil
 	}
 	charts, err := ChartsFor(i.opts.Profile)
 	if err != nil {
@@ -260,6 +240,12 @@ func (i *Installer) Uninstall(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
+	if err := i.uninstallGatewayAPICRDs(ctx); err != nil {
+		if errors.Is(err, errGuard) {
+			return err
+		}
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }
 
@@ -273,6 +259,17 @@ func (i *Installer) uninstallChart(ctx context.Context, c Chart) error {
 	cfg, err := i.helmConfig()
 	if err != nil {
 		return err
+	}
+	rel, err := cfg.Releases.Last(c.Release())
+	if errors.Is(err, driver.ErrReleaseNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("istio: release %s: %w", c.Release(), err)
+	}
+	if rel.Labels[LabelManagedBy] != ManagedBy {
+		i.logf("istio: release %s was not installed by meshclaims; left installed", c.Release())
+		return nil
 	}
 	un := action.NewUninstall(cfg)
 	un.Wait = true

@@ -16,7 +16,18 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"helm.sh/helm/v3/pkg/action"
 )
+
+func mustHelm(t *testing.T, i *Installer) *action.Configuration {
+	t.Helper()
+	cfg, err := i.helmConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
 
 // switchGuard is a WriteGuard whose verdict the test sets: it stands in for
 // a cluster that changed (the real guard is tested in framework/cluster).
@@ -83,6 +94,9 @@ func TestHelmInstallsBaseChartOnAPIServer(t *testing.T) {
 	if n := releases(); n != 1 {
 		t.Fatalf("%d release records after install, want 1", n)
 	}
+	if rel, err := mustHelm(t, inst).Releases.Last(ChartBase.Release()); err != nil || rel.Labels[LabelManagedBy] != ManagedBy {
+		t.Fatalf("installed release not marked as ours: %v", err)
+	}
 	if _, err := cs.CoreV1().ServiceAccounts(ns).Get(ctx, "istio-reader-service-account", metav1.GetOptions{}); err != nil {
 		t.Errorf("base chart's service account missing: %v", err)
 	}
@@ -100,6 +114,28 @@ func TestHelmInstallsBaseChartOnAPIServer(t *testing.T) {
 	}
 	if _, err := cs.CoreV1().ServiceAccounts(ns).Get(ctx, "istio-reader-service-account", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("service account survived uninstall: %v", err)
+	}
+
+	// Someone else's release of the same chart (installed with Helm, no
+	// mark): Install would only upgrade it, and Uninstall leaves it.
+	cfg, err := inst.helmConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch, err := inst.opts.Charts.Load(ChartBase, inst.opts.Version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	theirs := action.NewInstall(cfg)
+	theirs.ReleaseName, theirs.Namespace, theirs.TakeOwnership = ChartBase.Release(), ns, true
+	if _, err := theirs.RunWithContext(ctx, ch, Values(ChartBase, inst.opts, nil)); err != nil {
+		t.Fatal(err)
+	}
+	if err := inst.Uninstall(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := releases(); n != 1 {
+		t.Errorf("%d release records after Uninstall of someone else's release, want it kept", n)
 	}
 }
 
@@ -151,7 +187,7 @@ func TestGatewayCRDsAndWaypointOnAPIServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := inst.InstallGatewayAPICRDs(ctx); err != nil {
+	if _, err := inst.InstallGatewayAPICRDs(ctx); err != nil {
 		t.Fatal(err)
 	}
 	ns := "waypoint-test"

@@ -133,7 +133,8 @@ type Options struct {
 	// Hub is the image registry, default docker.io/istio.
 	Hub string
 	// GatewayCRDDir holds the Gateway API standard-channel CRDs; default
-	// the sigs.k8s.io/gateway-api module's config/crd/standard.
+	// GatewayAPICRDDir (the pinned GatewayAPIVersion, not the version of
+	// the Go types this suite is built with).
 	GatewayCRDDir string
 	// Timeout bounds the wait for each chart's readiness (default 5m).
 	Timeout time.Duration
@@ -152,6 +153,10 @@ type Options struct {
 	// through values, since the charts merge the profile with
 	// mustMergeOverwrite, which skips empty strings.
 	ExactImages bool
+	// Proxy is the Envoy build the proxyv2 image carries; empty is
+	// ProxyIstio. ProxyUpstreamEnvoy adds UpstreamEnvoyIstiodValues to
+	// istiod's values.
+	Proxy ProxyKind
 }
 
 // ImageTag is the tag Istio's images are installed and verified with.
@@ -201,6 +206,9 @@ func (o Options) Validate() error {
 		errs = append(errs, err.Error())
 	}
 	if err := o.Charts.Validate(); err != nil {
+		errs = append(errs, err.Error())
+	}
+	if _, err := ParseProxyKind(string(o.Proxy)); err != nil {
 		errs = append(errs, err.Error())
 	}
 	for c := range o.ClusterValues {

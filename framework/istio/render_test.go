@@ -227,3 +227,35 @@ func TestChartSourceDirLayouts(t *testing.T) {
 		t.Errorf("empty dir: %v", err)
 	}
 }
+
+// The default values file of kind and local (-istio-values) is what keeps
+// istiod schedulable on one small node: the chart alone requests 2Gi.
+func TestValuesFileSetsIstiodRequests(t *testing.T) {
+	dir := chartsDir(t)
+	request := func(valuesFile string) string {
+		t.Helper()
+		rs, err := Render(Options{Profile: ProfileDefault, Charts: ChartSource{Dir: dir}, ValuesFile: valuesFile})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := kinds(all(rs))["Deployment/istiod"]
+		if d == nil {
+			t.Fatal("no istiod Deployment")
+		}
+		cs, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
+		for _, c := range cs {
+			if c.(map[string]any)["name"] == "discovery" {
+				m, _, _ := unstructured.NestedString(c.(map[string]any), "resources", "requests", "memory")
+				return m
+			}
+		}
+		t.Fatal("no discovery container")
+		return ""
+	}
+	if got := request(""); got != "2048Mi" {
+		t.Errorf("chart's own istiod memory request %q, want 2048Mi (control: the values file is what changes it)", got)
+	}
+	if got := request(repoFile(t, "testdata/istio/values.yaml")); got != "256Mi" {
+		t.Errorf("istiod memory request with testdata/istio/values.yaml %q, want 256Mi", got)
+	}
+}

@@ -97,9 +97,9 @@ func TestIstioCNIAmbientOnLocalCluster(t *testing.T) {
 	if err != nil {
 		t.Fatalf("set-up: %v", err)
 	}
-	lc, ok := s.Provider.(interface{ Config() localk8s.Config })
+	lc, ok := s.Provider().(interface{ Config() localk8s.Config })
 	if !ok {
-		t.Fatalf("provider %T is not the local cluster", s.Provider)
+		t.Fatalf("provider %T is not the local cluster", s.Provider())
 	}
 	node := lc.Config()
 	before := hostCNIState(t, node.CNIBinDir)

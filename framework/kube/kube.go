@@ -16,6 +16,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -106,6 +107,56 @@ func (c *Cluster) WaitAvailable(ctx context.Context, ns string, timeout time.Dur
 		}
 	}
 	return nil
+}
+
+// WaitCreatedAvailable waits for Deployments that a controller creates
+// (istiod makes one for every Gateway of class istio or istio-waypoint): it
+// polls until each exists, a NotFound meaning "not yet", then waits until it
+// has rolled out, all within timeout. The error says which Deployment was
+// never created or what its rollout still lacked.
+func (c *Cluster) WaitCreatedAvailable(ctx context.Context, ns string, timeout time.Duration, names ...string) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for _, name := range names {
+		// A read error (a throttled client near the deadline, a blip of the
+		// API server) does not hide that every read that answered said
+		// NotFound.
+		var notFound int
+		var lastErr error
+		err := wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
+			_, err := c.Client.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+			switch {
+			case err == nil:
+				return true, nil
+			case apierrors.IsNotFound(err):
+				notFound++
+			default:
+				lastErr = err
+			}
+			return false, nil
+		})
+		if err != nil {
+			why := "it was never created (its controller did not make it)"
+			if notFound == 0 && lastErr != nil {
+				why = "reading it failed: " + lastErr.Error()
+			}
+			return fmt.Errorf("deployment %s/%s not available within %s: %s", ns, name, timeout, why)
+		}
+		left := time.Until(deadline(ctx))
+		d, err := deployment.New(c.Client, ns, name)
+		if err != nil {
+			return err
+		}
+		if err := d.WaitComplete(ctx, left); err != nil {
+			return fmt.Errorf("deployment %s/%s created but not available within %s: %w", ns, name, timeout, err)
+		}
+	}
+	return nil
+}
+
+func deadline(ctx context.Context) time.Time {
+	d, _ := ctx.Deadline()
+	return d
 }
 
 // Logs returns a container's log since a time (zero = all).

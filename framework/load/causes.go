@@ -48,6 +48,10 @@ var retryMsgs = map[string]bool{
 	"Closing dead socket (err at first read)": true,
 }
 
+// nonOKMsg is logged by fortio's HTTP clients for each non-2xx answer when
+// log-errors is on (fhttp, v1.75.3), with the code as an attribute.
+const nonOKMsg = "Non ok http code"
+
 // runEndedMsg is logged by fortio's periodic runner at the end of every run
 // (Info level), tagged with the run id: proof the log source covers the run.
 const runEndedMsg = "Run ended"
@@ -59,6 +63,7 @@ type Event struct {
 	Msg    string // fortio's message, e.g. "Read error"
 	Err    string // fortio's err attribute, e.g. "read tcp ...: connection reset by peer"
 	Thread int    // fortio's connection index
+	Code   int    `json:",omitempty"` // the HTTP status of a non-2xx answer (NonOK); 0 otherwise
 }
 
 // Attribution is what a run's log lines say about its socket errors.
@@ -71,6 +76,9 @@ type Attribution struct {
 	Warmup []Event
 	// Retries are the silent dead-socket retries.
 	Retries []Event
+	// NonOK are the measured phase's non-2xx answers, logged only when the
+	// load ran with LogErrors (Cause is empty, Code is set).
+	NonOK []Event
 	// RunEnded is true when the run's "Run ended" line was seen.
 	RunEnded bool
 }
@@ -106,6 +114,11 @@ func Classify(text string, runID int64, measuredStart time.Time) Attribution {
 			}
 		case retryMsgs[ll.msg]:
 			a.Retries = append(a.Retries, ll.event())
+		case ll.msg == nonOKMsg:
+			if !ll.ts.IsZero() && !measuredStart.IsZero() && ll.ts.Before(measuredStart) {
+				continue // a warm-up call: not in RetCodes either
+			}
+			a.NonOK = append(a.NonOK, Event{Time: ll.ts, Msg: ll.msg, Code: ll.code, Thread: ll.thread})
 		}
 	}
 	return a
@@ -144,6 +157,7 @@ type logLine struct {
 	run    int64
 	hasRun bool
 	thread int
+	code   int
 }
 
 func (l logLine) event() Event {
@@ -203,6 +217,9 @@ func parseJSONLine(line string) (logLine, bool) {
 	if t, ok := m["thread"].(float64); ok {
 		ll.thread = int(t)
 	}
+	if c, ok := m["code"].(float64); ok {
+		ll.code = int(c)
+	}
 	return ll, true
 }
 
@@ -247,6 +264,8 @@ func parseTextLine(line string) (logLine, bool) {
 			}
 		case "thread":
 			ll.thread, _ = strconv.Atoi(v)
+		case "code":
+			ll.code, _ = strconv.Atoi(v)
 		}
 		if tail == attrs {
 			break

@@ -100,6 +100,9 @@ type Run struct {
 	Causes map[Cause]int
 	// Failures are the -1s the log explains, with their time (client clock).
 	Failures []Event
+	// NonOK are the non-2xx answers with their time and code, when the
+	// spec set LogErrors (else empty).
+	NonOK []Event
 	// WarmupCauses counts -1s of fortio's warm-up calls (not in RetCodes).
 	WarmupCauses map[Cause]int
 	// DeadSocketRetries counts fortio's silent retries on dead keep-alive
@@ -229,7 +232,7 @@ func (e *Engine) attribute(ctx context.Context, run *Run) error {
 		}
 	}
 	run.LogsComplete = a.RunEnded
-	run.Failures, run.Retries = a.Failures, a.Retries
+	run.Failures, run.Retries, run.NonOK = a.Failures, a.Retries, a.NonOK
 	run.Causes = Count(a.Failures)
 	if missing := int(run.Result.RetCodes[-1]) - len(a.Failures); missing > 0 {
 		run.Causes[CauseUnattributed] += missing

@@ -178,3 +178,32 @@ func TestGracefulRestartsDuringLoadProduceNoFailures(t *testing.T) {
 		t.Errorf("graceful pool killed a connection or routed to a dead backend: %+v", st)
 	}
 }
+
+// With LogErrors the client logs every non-2xx answer, and each 503 of the
+// result is placed in time; without it (the control) none is.
+func TestLogErrorsTimesEvery503(t *testing.T) {
+	e, _ := newEngine(t)
+	echo := startEcho(t)
+	spec := load.Spec{URL: echo + "?status=503:10", QPS: 400, Connections: 4, Duration: time.Second, AllowInitialErrors: true}
+	quiet, err := e.Run(context.Background(), "no-log-errors", spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if quiet.Result.RetCodes[503] == 0 || len(quiet.NonOK) != 0 {
+		t.Fatalf("without LogErrors: %d 503s, %d timed", quiet.Result.RetCodes[503], len(quiet.NonOK))
+	}
+	spec.LogErrors = true
+	run, err := e.Run(context.Background(), "log-errors", spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n503 := run.Result.RetCodes[503]
+	if n503 == 0 || int64(len(run.NonOK)) != n503 {
+		t.Fatalf("with LogErrors: %d 503s in the result, %d timed in the log", n503, len(run.NonOK))
+	}
+	for _, ev := range run.NonOK {
+		if ev.Code != 503 || ev.Time.Before(run.Start) || ev.Time.After(run.End) {
+			t.Fatalf("non-OK event %+v outside the run [%v, %v] or not a 503", ev, run.Start, run.End)
+		}
+	}
+}

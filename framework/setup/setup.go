@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -41,18 +42,44 @@ import (
 // which build ran (it is recorded in the report's environment).
 const WorkloadVersion = "dev"
 
-// Suite is one run's set-up.
+// Suite is one run's set-up. Make it with New and publish it before Up, so
+// that Down (from the after-all or from an interrupt) finds whatever Up had
+// created by then: the provider and the cleaner are published the moment
+// each exists, the Istio installer before it installs anything.
 type Suite struct {
 	Cfg      *config.Config
 	Registry *claims.Registry
 	Results  *report.Dir
-	Provider cluster.Provider
 	Env      *spec.Env
 	Mesh     *steps.Mesh
-	cleaner  *cleanup.Cleaner
-	guard    *cluster.Guard
-	envInfo  report.Environment
-	out      io.Writer
+	// TerminatingNamespaceIsGone is handed to the cleaner (see
+	// cleanup.Options): only for API servers that run no controllers.
+	TerminatingNamespaceIsGone bool
+
+	out io.Writer
+
+	mu        sync.Mutex // guards what Up publishes and Down reads
+	provider  cluster.Provider
+	cleaner   *cleanup.Cleaner
+	installer *istio.Installer
+	guard     *cluster.Guard
+	envInfo   report.Environment
+	// proxy is the proxyv2 image of -image-archives, nil without one.
+	proxy    *proxyArchive
+	upCancel func()
+	upDone   chan struct{}
+
+	downOnce sync.Once
+	downDone chan struct{}
+	downErr  error
+	downing  chan struct{} // closed when a Down starts
+	downMark sync.Once
+	onSignal sync.WaitGroup // a TearDownOn teardown and its done callback
+}
+
+// New makes a run's Suite; nothing is created until Up.
+func New(cfg *config.Config, reg *claims.Registry, out io.Writer) *Suite {
+	return &Suite{Cfg: cfg, Registry: reg, out: out, downDone: make(chan struct{}), downing: make(chan struct{})}
 }
 
 // Modes are the namespaces a run deploys: the selected modes plus the
@@ -86,78 +113,132 @@ func Results(cfg *config.Config, reg *claims.Registry) (*report.Dir, report.Envi
 	return d, env, d.SaveEnvironment(env)
 }
 
-// Up runs the before-all. On error the caller still calls Down, which
-// removes whatever was created.
+// Up is New followed by (*Suite).Up, for callers that publish nothing.
 func Up(ctx context.Context, cfg *config.Config, reg *claims.Registry, out io.Writer) (*Suite, error) {
-	s := &Suite{Cfg: cfg, Registry: reg, out: out}
-	var err error
-	if s.Results, s.envInfo, err = Results(cfg, reg); err != nil {
-		return s, err
+	s := New(cfg, reg, out)
+	return s, s.Up(ctx)
+}
+
+// Up runs the before-all. On error the caller still calls Down, which
+// removes whatever was created. Down may also run while Up does (an
+// interrupt): it cancels Up's context and waits for Up to stop first.
+func (s *Suite) Up(ctx context.Context) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	done := make(chan struct{})
+	defer close(done)
+	s.mu.Lock()
+	if s.upDone != nil {
+		s.mu.Unlock()
+		return errors.New("setup: Up called twice")
+	}
+	s.upCancel, s.upDone = func() { cancel(errTornDown) }, done
+	s.mu.Unlock()
+	select {
+	case <-s.downing:
+		return errors.New("setup: Up after Down started")
+	default:
+	}
+	err := s.up(ctx)
+	if err != nil && ctx.Err() != nil {
+		// Waits report a cancellation as their own timeout; say what ended it.
+		return fmt.Errorf("set-up stopped: %w (it was at: %v)", context.Cause(ctx), err)
+	}
+	return err
+}
+
+// errTornDown is why Down cancels a running Up.
+var errTornDown = errors.New("tear-down started (interrupt or after-all)")
+
+func (s *Suite) up(ctx context.Context) error {
+	cfg, reg := s.Cfg, s.Registry
+	results, envInfo, err := Results(cfg, reg)
+	s.mu.Lock()
+	s.Results, s.envInfo = results, envInfo
+	s.mu.Unlock()
+	if err != nil {
+		return err
 	}
 	s.logf("results: %s", cfg.ResultsDir)
 	if err := checkZtunnelImage(cfg); err != nil {
-		return s, err
+		return err
 	}
 
 	// 1. The cluster, pinned once. cluster.Setup is e2e-framework's env.Func.
-	s.Provider, err = cluster.New(cfg.Provider, cluster.Options{
-		ClusterName: cfg.ClusterName, Reuse: cfg.ReuseCluster,
+	// The provider is published before it starts: an interrupt during a
+	// kind create must still delete the cluster.
+	provider, err := cluster.New(cfg.Provider, cluster.Options{
+		ClusterName: cfg.ClusterName, Reuse: cfg.ReuseCluster, NodeImage: cfg.KindNodeImage,
 		Kubeconfig: cluster.KubeconfigSelector{Path: cfg.Kubeconfig, Context: cfg.Context},
 	})
 	if err != nil {
-		return s, err
+		return err
 	}
+	s.mu.Lock()
+	s.provider = provider
+	s.mu.Unlock()
 	s.logf("cluster: starting provider %s", cfg.Provider)
-	ctx, err = cluster.Setup(s.Provider)(ctx, envconf.New())
+	ctx, err = cluster.Setup(provider)(ctx, envconf.New())
 	if err != nil {
-		return s, fmt.Errorf("provider %s: %w", cfg.Provider, err)
+		return fmt.Errorf("provider %s: %w", cfg.Provider, err)
 	}
 	guard, _ := cluster.GuardFrom(ctx)
-	rc := s.Provider.RESTConfig()
+	rc := provider.RESTConfig()
 	k, err := kube.New(rc, guard)
 	if err != nil {
-		return s, err
+		return err
 	}
 	applier, err := apply.New(rc, guard)
 	if err != nil {
-		return s, err
+		return err
 	}
-	s.cleaner, err = cleanup.New(rc, cleanup.Options{Run: cfg.RunID, Guard: guard, Timeout: cfg.Timeouts.Cleanup})
+	cleaner, err := cleanup.New(rc, cleanup.Options{Run: cfg.RunID, Guard: guard, Timeout: cfg.Timeouts.Cleanup,
+		TerminatingNamespaceIsGone: s.TerminatingNamespaceIsGone})
 	if err != nil {
-		return s, err
+		return err
 	}
+	s.mu.Lock()
+	s.cleaner = cleaner
 	s.envInfo.Cluster = rc.Host
-	if d, ok := s.Provider.(cluster.Describer); ok {
+	if d, ok := provider.(cluster.Describer); ok {
 		s.envInfo.Notes = append(s.envInfo.Notes, d.Describe())
+		s.logf("cluster: %s", d.Describe())
+	}
+	if n, ok := provider.(cluster.NodeImager); ok {
+		s.envInfo.NodeImage = n.NodeImage()
 	}
 	s.envInfo.Kubernetes = k.ServerVersion()
-	s.logf("cluster: %s, Kubernetes %s, pinned (%s)", rc.Host, s.envInfo.Kubernetes, guard.Pinned())
+	s.mu.Unlock()
+	s.logf("cluster: %s, Kubernetes %s, pinned (%s)", rc.Host, k.ServerVersion(), guard.Pinned())
 
 	// 2. The workload image, built here and loaded into the nodes (or pushed).
 	arch, err := nodeArch(ctx, k)
 	if err != nil {
-		return s, err
+		return err
 	}
-	img, err := s.image(ctx, arch)
+	img, err := s.image(ctx, provider, arch)
 	if err != nil {
-		return s, err
+		return err
 	}
 	opts := fixtures.Options{Run: cfg.RunID, Images: img}
-	s.Mesh = &steps.Mesh{K: k, Applier: applier, Options: opts}
+	mesh := &steps.Mesh{K: k, Applier: applier, Options: opts}
+	s.mu.Lock()
+	s.Mesh = mesh
 	s.guard = guard
+	s.mu.Unlock()
 	if err := s.loadArchives(ctx); err != nil {
-		return s, err
+		return err
 	}
 
 	// 3. Istio, in the one profile that serves every selected mode.
 	if p, ok, err := istio.ProfileForModes(cfg.Modes); err != nil {
-		return s, err
+		return err
 	} else if ok {
 		if err := s.checkSidecarImage(cfg.Modes); err != nil {
-			return s, err
+			return err
 		}
 		if err := s.InstallIstio(ctx, p); err != nil {
-			return s, err
+			return err
 		}
 	}
 
@@ -166,36 +247,44 @@ func Up(ctx context.Context, cfg *config.Config, reg *claims.Registry, out io.Wr
 	for _, m := range Modes(cfg.Modes) {
 		set, err := fixtures.ForMode(m, opts)
 		if err != nil {
-			return s, err
+			return err
 		}
 		objs = append(objs, set...)
 	}
 	outside, err := fixtures.OutsideSet(opts)
 	if err != nil {
-		return s, err
+		return err
 	}
 	objs = append(objs, outside...)
 	s.logf("workloads: applying %d objects", len(objs))
 	if err := applier.Apply(ctx, objs...); err != nil {
-		return s, err
+		return err
 	}
 	for _, o := range objs {
 		if _, ok := o.(*appsv1.Deployment); ok {
 			s.logf("workloads: waiting for %s/%s", o.GetNamespace(), o.GetName())
 			if err := k.WaitAvailable(ctx, o.GetNamespace(), cfg.Timeouts.WorkloadsReady, o.GetName()); err != nil {
-				return s, err
+				return err
 			}
 		}
 	}
-	where := fmt.Sprintf("%s (%s), Kubernetes %s, Istio %s", cfg.Provider, rc.Host, s.envInfo.Kubernetes, istioLabel(cfg))
-	if err := s.Results.SaveEnvironment(s.envInfo); err != nil {
-		return s, err
+	// istiod deploys each waypoint itself; ambient-l7 specs must not start
+	// while ztunnel still bypasses it.
+	if err := steps.WaitWaypoints(ctx, mesh, objs, cfg.Timeouts.GatewayReady, s.logf); err != nil {
+		return err
 	}
-	s.Env = &spec.Env{Config: cfg, Registry: reg, Results: s.Results, Cluster: s.Mesh, Where: where}
-	return s, nil
+	where := fmt.Sprintf("%s (%s), Kubernetes %s, Istio %s", cfg.Provider, rc.Host, k.ServerVersion(), istioLabel(cfg))
+	s.mu.Lock()
+	env := s.envInfo
+	s.mu.Unlock()
+	if err := s.Results.SaveEnvironment(env); err != nil {
+		return err
+	}
+	s.Env = &spec.Env{Config: cfg, Registry: reg, Results: s.Results, Cluster: mesh, Where: where, Proxy: env.Proxy.Summary()}
+	return nil
 }
 
-func (s *Suite) image(ctx context.Context, arch string) (fixtures.Images, error) {
+func (s *Suite) image(ctx context.Context, provider cluster.Provider, arch string) (fixtures.Images, error) {
 	root, err := repo.Root()
 	if err != nil {
 		return fixtures.Images{}, err
@@ -206,7 +295,7 @@ func (s *Suite) image(ctx context.Context, arch string) (fixtures.Images, error)
 	if err != nil {
 		return fixtures.Images{}, err
 	}
-	s.envInfo.Notes = append(s.envInfo.Notes, fmt.Sprintf("workload image %s, config digest %s", ref, img.ConfigDigest))
+	s.note(fmt.Sprintf("workload image %s, config digest %s", ref, img.ConfigDigest))
 	if s.Cfg.Registry != "" {
 		pushed := s.Cfg.Registry + "/meshclaims/workload:" + WorkloadVersion
 		d, err := images.Push(ctx, img.Image, pushed, images.PushOptions{})
@@ -228,7 +317,7 @@ func (s *Suite) image(ctx context.Context, arch string) (fixtures.Images, error)
 	if err := images.WriteTarball(img.Image, ref, tar); err != nil {
 		return fixtures.Images{}, err
 	}
-	if err := s.Provider.LoadImage(ctx, tar); err != nil {
+	if err := provider.LoadImage(ctx, tar); err != nil {
 		return fixtures.Images{}, err
 	}
 	s.logf("image: loaded %s into the nodes", ref)
@@ -262,20 +351,39 @@ func (s *Suite) installIstio(ctx context.Context, p istio.Profile, only []istio.
 	if s.Cfg.IstioCharts != "" {
 		src = istio.ChartSource{Dir: s.Cfg.IstioCharts}
 	}
-	in, err := istio.NewInstaller(s.Provider.RESTConfig(), guard, istio.Options{
-		Profile: p, Version: s.Cfg.IstioVersion, Method: istio.Method(s.Cfg.IstioInstall), Charts: src, Timeout: s.Cfg.Timeouts.IstioReady,
-		Hub: s.istioHub(), Tag: s.istioTag(), ClusterValues: clusterValues(s.Provider),
+	in, err := istio.NewInstaller(s.Provider().RESTConfig(), guard, istio.Options{
+		Profile: p, Version: s.Cfg.IstioVersion, Method: istio.Method(s.Cfg.IstioInstall), Charts: src,
+		ValuesFile: s.Cfg.IstioValues, Timeout: s.Cfg.Timeouts.IstioReady,
+		Hub: s.istioHub(), Tag: s.istioTag(), ClusterValues: clusterValues(s.Provider()), Proxy: proxyKind(s.proxy),
 		ExactImages: s.Cfg.ImageArchives != "",
 	})
 	if err != nil {
 		return err
 	}
 	in.Logf = s.logf
-	s.logf("istio: %s %s profile %s, images %s/*:%s", s.Cfg.IstioInstall, s.Cfg.IstioVersion, p, s.istioHub(), s.istioTag())
+	// Published before Install writes anything: a half-done install is
+	// uninstalled too.
+	s.mu.Lock()
+	s.installer = in
+	s.envInfo.Proxy = proxyRan(s.proxy, s.istioHub(), s.istioTag(), s.Cfg.IstioVersion)
+	if istio.Method(s.Cfg.IstioInstall) == istio.MethodSkip {
+		// Nothing is installed: istiod runs with whatever it was given.
+		s.envInfo.Proxy.IstiodSettings = []string{"not set by this run (-istio-install=skip): the installed istiod's own"}
+	}
+	proxySummary := s.envInfo.Proxy.Summary()
+	s.mu.Unlock()
+	values := s.Cfg.IstioValues
+	if values == "" {
+		values = "the charts' defaults"
+	}
+	s.logf("istio: %s %s profile %s, values %s, images %s/*:%s, %s", s.Cfg.IstioInstall, s.Cfg.IstioVersion, p, values, s.istioHub(), s.istioTag(), proxySummary)
 	if only != nil {
 		err = in.InstallCharts(ctx, only...)
 	} else {
 		err = in.Install(ctx)
+	}
+	if w := in.GatewayCRDs.Warning; w != "" {
+		s.note("Gateway API: " + w)
 	}
 	if err != nil {
 		return err
@@ -283,47 +391,136 @@ func (s *Suite) installIstio(ctx context.Context, p istio.Profile, only []istio.
 	return s.recordIstioImages(ctx)
 }
 
-// Down rebuilds the report, removes the run's objects (unless -keep-cluster)
-// and deletes a cluster the provider created. It runs after failures too.
+// Down rebuilds the report, removes what the run created (unless
+// -keep-cluster): the run's labelled objects, the Istio releases and Gateway
+// API CRDs this suite installed, and a cluster the provider created. It runs
+// after failures too, and once: a second call (the after-all after an
+// interrupt already tore down) waits for the first and returns its result.
+// A Up still running is cancelled and waited for (at most the clean-up
+// timeout) so nothing is created behind the clean-up's back.
 func (s *Suite) Down(ctx context.Context, failed bool) error {
+	s.downMark.Do(func() { close(s.downing) })
+	s.downOnce.Do(func() {
+		defer close(s.downDone)
+		s.downErr = s.down(ctx, failed)
+	})
+	<-s.downDone
+	return s.downErr
+}
+
+// Wait returns once a Down that has started has finished (with the done
+// callback of TearDownOn); at once when none has started. A process calls it before exiting, so an interrupt's
+// clean-up is not cut short by the exit.
+func (s *Suite) Wait() {
+	select {
+	case <-s.downing:
+		<-s.downDone
+		s.onSignal.Wait()
+	default:
+	}
+}
+
+// TearDownOn runs Down (as for a failed run) when the first signal arrives
+// on sigs (cleanup.Interrupts, or a channel a test feeds), then calls done
+// with the signal and Down's error. stop ends the watch, waiting for a
+// teardown already started.
+func (s *Suite) TearDownOn(sigs <-chan os.Signal, done func(os.Signal, error)) (stop func()) {
+	// Bounded: stopping Up, the clean-up's own wait, Helm's uninstall wait.
+	limit := 2*s.Cfg.Timeouts.Cleanup + s.Cfg.Timeouts.IstioReady
+	return cleanup.Watch(sigs, limit, func(ctx context.Context, sig os.Signal) {
+		// Counted before Down starts, so a Wait that sees Down started
+		// also waits for done.
+		s.onSignal.Add(1)
+		defer s.onSignal.Done()
+		s.logf("%v: deleting what this run created", sig)
+		err := s.Down(ctx, true)
+		if done != nil {
+			done(sig, err)
+		}
+	})
+}
+
+func (s *Suite) stopUp() {
+	s.mu.Lock()
+	cancel, done := s.upCancel, s.upDone
+	s.mu.Unlock()
+	if cancel == nil {
+		return
+	}
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(s.Cfg.Timeouts.Cleanup):
+		s.logf("set-up did not stop within %s; cleaning up while it runs", s.Cfg.Timeouts.Cleanup)
+	}
+}
+
+func (s *Suite) down(ctx context.Context, failed bool) error {
+	s.stopUp()
+	s.mu.Lock()
+	provider, cleaner, installer, env, results := s.provider, s.cleaner, s.installer, s.envInfo, s.Results
+	s.mu.Unlock()
 	var errs []error
-	if s.Results != nil {
-		s.envInfo.Finished = time.Now().UTC()
-		if err := s.Results.SaveEnvironment(s.envInfo); err != nil {
+	if results != nil {
+		env.Finished = time.Now().UTC()
+		if err := results.SaveEnvironment(env); err != nil {
 			errs = append(errs, err)
 		}
-		if res, err := s.Results.Rebuild(s.Registry); err != nil {
+		if res, err := results.Rebuild(s.Registry); err != nil {
 			errs = append(errs, fmt.Errorf("report: %w", err))
 		} else {
-			s.logf("report: %s (%v)", filepath.Join(s.Results.Path, "report.md"), res.Summary)
+			s.logf("report: %s (%v)", filepath.Join(results.Path, "report.md"), res.Summary)
 		}
 	}
-	if s.Provider == nil {
+	if provider == nil {
 		return errors.Join(errs...)
 	}
-	if failed {
+	if failed && provider.RESTConfig() != nil {
 		dir := filepath.Join(s.Cfg.ResultsDir, "evidence", "cluster-logs")
-		if err := s.Provider.ExportLogs(ctx, dir); err != nil {
+		if err := provider.ExportLogs(ctx, dir); err != nil {
 			s.logf("exporting cluster logs: %v", err)
 		}
 	}
-	if s.cleaner != nil && !s.Cfg.KeepCluster {
-		rep, err := s.cleaner.Run(ctx)
+	if s.Cfg.KeepCluster {
+		return errors.Join(errs...)
+	}
+	if cleaner != nil {
+		rep, err := cleaner.Run(ctx)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("clean-up: %w", err))
 		}
 		s.logf("clean-up: %d deleted, %d remaining", len(rep.Deleted), len(rep.Remaining))
 	}
-	if !s.Cfg.KeepCluster {
-		if err := s.Provider.Delete(ctx); err != nil {
+	if installer != nil {
+		if err := installer.Uninstall(ctx); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if err := provider.Delete(ctx); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
 
-// Cleaner exposes the run's cleaner (for the interrupt hook).
-func (s *Suite) Cleaner() *cleanup.Cleaner { return s.cleaner }
+func (s *Suite) note(n string) {
+	s.mu.Lock()
+	s.envInfo.Notes = append(s.envInfo.Notes, n)
+	s.mu.Unlock()
+}
+
+// Cleaner is the run's cleaner once Up has made it; nil before.
+func (s *Suite) Cleaner() *cleanup.Cleaner {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cleaner
+}
+
+// Provider is the run's cluster provider once Up has made it; nil before.
+func (s *Suite) Provider() cluster.Provider {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.provider
+}
 
 func (s *Suite) logf(format string, a ...any) {
 	fmt.Fprintf(s.out, "[meshclaims %s] %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, a...))

@@ -68,7 +68,7 @@ func execute(ctx SpecContext, p Planned, env *Env) {
 		// Recorded at the very end of the spec (after the failure-evidence
 		// hook), so the record lists the evidence too.
 		DeferCleanup(func() error {
-			return env.Results.Record(report.Record{Claim: p.Claim.ID, Mode: p.Mode, Measured: got, Setup: r.Setup(), Raw: r.Raw(), Evidence: r.Evidence(), Where: env.Where})
+			return env.Results.Record(report.Record{Claim: p.Claim.ID, Mode: p.Mode, Measured: got, Setup: r.Setup(), Raw: r.Raw(), Evidence: r.Evidence(), Where: env.WhereFor(p.Mode)})
 		})
 	}
 	b, _ := json.Marshal(v)

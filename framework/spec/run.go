@@ -24,6 +24,18 @@ type Env struct {
 	Cluster any
 	// Where says where measurements come from, for every record.
 	Where string
+	// Proxy says which proxy and istiod settings a measurement through the
+	// proxyv2 image ran with (report.ProxyRan.Summary); empty without Istio.
+	Proxy string
+}
+
+// WhereFor is Where for a record of mode m: with the proxy beside it when
+// m's traffic passes through proxyv2 (report.ThroughProxy).
+func (e *Env) WhereFor(m mode.Mode) string {
+	if e.Proxy == "" || !report.ThroughProxy(m) {
+		return e.Where
+	}
+	return e.Where + "; " + e.Proxy
 }
 
 // Run is one spec's view: its claim, its mode and the shared Env.

@@ -11,6 +11,7 @@ package spec
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -115,6 +116,14 @@ func Plan(reg *claims.Registry, defs []Def, modes []mode.Mode) ([]Planned, error
 			errs = append(errs, fmt.Sprintf("spec of claim %q has no Measure", d.Claim))
 			continue
 		}
+		// A claim's needs are what its verdict means only if proven (e.g. a
+		// CNI that enforces NetworkPolicy); a spec that does not check one
+		// would judge without it.
+		for _, n := range c.Needs {
+			if !slices.ContainsFunc(d.Needs, func(x Need) bool { return x.Name == n }) {
+				errs = append(errs, fmt.Sprintf("spec of claim %q does not check the claim's need %q (registry %s); its Needs: %s", d.Claim, n, reg.File, needNames(d.Needs)))
+			}
+		}
 		for _, m := range d.Modes {
 			if !c.AppliesTo(m) {
 				errs = append(errs, fmt.Sprintf("spec of claim %q narrows to mode %s, which the claim does not apply to", d.Claim, m))
@@ -150,6 +159,17 @@ func Unspecified(reg *claims.Registry, defs []Def, modes []mode.Mode) []string {
 		}
 	}
 	return out
+}
+
+func needNames(ns []Need) string {
+	if len(ns) == 0 {
+		return "none"
+	}
+	names := make([]string, len(ns))
+	for i, n := range ns {
+		names[i] = n.Name
+	}
+	return strings.Join(names, ", ")
 }
 
 func contains(ms []mode.Mode, m mode.Mode) bool {

@@ -28,7 +28,7 @@ func measure(context.Context, *Run) (verdict.Measured, error) { return verdict.M
 func TestPlanSelectsApplicableModes(t *testing.T) {
 	reg := registry(t)
 	defs := []Def{
-		{Claim: "netpol.hbone-allowed", Area: "netpol", Measure: measure},
+		{Claim: "netpol.hbone-allowed", Area: "netpol", Measure: measure, Needs: []Need{{Name: "networkpolicy-enforcement"}}},
 		{Claim: "latency.percentiles", Area: "latency", Measure: measure},
 	}
 	got, err := Plan(reg, defs, []mode.Mode{mode.None, mode.AmbientL4})
@@ -55,6 +55,7 @@ func TestPlanRejectsDisagreement(t *testing.T) {
 		`claim "latency.all-ok" has more than one spec`: {{Claim: "latency.all-ok", Measure: measure}, {Claim: "latency.all-ok", Measure: measure}},
 		`has no Measure`:                                {{Claim: "latency.all-ok"}},
 		`narrows to mode none`:                          {{Claim: "mtls.in-mesh-ok", Modes: []mode.Mode{mode.None}, Measure: measure}},
+		`spec of claim "netpol.app-port-only" does not check the claim's need "networkpolicy-enforcement"`: {{Claim: "netpol.app-port-only", Measure: measure, Needs: []Need{{Name: "modes [sidecar] in the run"}}}},
 	}
 	for want, defs := range cases {
 		if _, err := Plan(reg, defs, mode.All()); err == nil || !strings.Contains(err.Error(), want) {
@@ -118,5 +119,22 @@ func TestGate(t *testing.T) {
 		if (err != nil) != c.fails {
 			t.Errorf("%s: err = %v", c.name, err)
 		}
+	}
+}
+
+// A record of a mode whose traffic passes through proxyv2 names the proxy
+// beside where it ran; others do not.
+func TestWhereForStatesTheProxy(t *testing.T) {
+	e := &Env{Where: "local (https://127.0.0.1:6443)", Proxy: "proxy upstream-envoy: localhost/istio/proxyv2:1.30.3-dev"}
+	if got := e.WhereFor(mode.Sidecar); got != "local (https://127.0.0.1:6443); proxy upstream-envoy: localhost/istio/proxyv2:1.30.3-dev" {
+		t.Errorf("sidecar: %q", got)
+	}
+	for _, m := range []mode.Mode{mode.None, mode.AmbientL4} {
+		if got := e.WhereFor(m); got != e.Where {
+			t.Errorf("%s: %q", m, got)
+		}
+	}
+	if got := (&Env{Where: "x"}).WhereFor(mode.Sidecar); got != "x" {
+		t.Errorf("no proxy: %q", got)
 	}
 }

@@ -104,6 +104,12 @@ func TestLittlesLawDetectorsFire(t *testing.T) {
 	if c := LittlesLaw(16, 900, 1000, 0.5, 0.4, 1e-6, 0.1); !c.Saturated || c.Consistent {
 		t.Errorf("900 of 1000 qps must count as saturated and 0.5 s vs 0.0178 s fail: %+v", c)
 	}
+	// Fell short with connections mostly idle (16 x 0.5 ms at 900 qps is
+	// 3% busy): the client was starved, the law does not apply, and it says so.
+	if c := LittlesLaw(16, 900, 1000, 0.0005, 0.0004, 1e-6, 0.1); c.Saturated || !c.ClientLimited || c.Law() != LawNotApplicable ||
+		!strings.Contains(c.LawReason, "the client, not the server, fell behind") {
+		t.Errorf("client-limited paced run judged by Little's law: %+v", c)
+	}
 	if c := LittlesLaw(16, 960, 1000, 0.5, 0.4, 1e-6, 0.1); c.Saturated {
 		t.Errorf("960 of 1000 qps counted as saturated: %+v", c)
 	}
@@ -163,5 +169,50 @@ func TestErrorsPerCycle(t *testing.T) {
 		if _, err := ErrorsPerCycle(c.errs, c.cycles); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("ErrorsPerCycle(%d, %d) error = %v, want %q", c.errs, c.cycles, err, c.want)
 		}
+	}
+}
+
+// Law separates Little's law from the histogram check: a paced run is "not
+// applicable" (never a failure, whatever its resolution), a saturated one
+// holds or is violated, and bad input is unchecked.
+func TestLittlesLawVerdict(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		c    LittleCheck
+		want LawVerdict
+	}{
+		{"saturated, mean = C/qps", LittlesLaw(16, 217476, 0, 16/217476.0, 0.232*ms1, 1e-6, 0.1), LawHolds},
+		{"saturated, mean 7x C/qps", LittlesLaw(16, 217476, 0, 0.5*ms1, 0.232*ms1, 1e-6, 0.1), LawViolated},
+		{"paced at its target, fine histogram", LittlesLaw(16, 500, 500, 0.241*ms1, 0.232*ms1, 0.01*ms1, 0.1), LawNotApplicable},
+		{"paced at its target, coarse histogram", LittlesLaw(16, 500, 500, 0.241*ms1, 0.232*ms1, 1*ms1, 0.1), LawNotApplicable},
+		{"no throughput", LittlesLaw(16, 0, 500, 0.241*ms1, 0.232*ms1, 1*ms1, 0.1), LawUnchecked},
+	} {
+		if got := c.c.Law(); got != c.want {
+			t.Errorf("%s: Law() = %q, want %q (%+v)", c.name, got, c.want, c.c)
+		}
+		if c.want != LawUnchecked && (c.c.LawReason == "" || c.c.HistogramReason == "" ||
+			c.c.Reason != c.c.LawReason+"; "+c.c.HistogramReason) {
+			t.Errorf("%s: reasons %q / %q / %q", c.name, c.c.LawReason, c.c.HistogramReason, c.c.Reason)
+		}
+	}
+	paced := LittlesLaw(16, 500, 500, 0.241*ms1, 0.232*ms1, 1*ms1, 0.1)
+	if !strings.HasPrefix(paced.LawReason, "not saturated (500.0 of 500.0 requested qps)") ||
+		!strings.Contains(paced.HistogramReason, "percentiles are bucket positions") {
+		t.Errorf("paced coarse run: law %q, histogram %q", paced.LawReason, paced.HistogramReason)
+	}
+}
+
+func TestShareOf(t *testing.T) {
+	s, err := ShareOf(2.459-1.585, 2.459-0.238)
+	if err != nil || math.Abs(s-0.3935) > 1e-4 {
+		t.Fatalf("HYBRID's parsing share = %v, %v; want 0.3935", s, err)
+	}
+	for _, whole := range []float64{0, -0.1, math.NaN(), math.Inf(1)} {
+		if _, err := ShareOf(0.1, whole); err == nil || !strings.Contains(err.Error(), "the whole must be a positive") {
+			t.Errorf("ShareOf(0.1, %v) = %v; want an error naming the whole", whole, err)
+		}
+	}
+	if _, err := ShareOf(math.NaN(), 1); err == nil {
+		t.Error("ShareOf(NaN, 1) accepted")
 	}
 }

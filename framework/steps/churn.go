@@ -2,6 +2,7 @@ package steps
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -10,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/meshclaims/meshclaims/fixtures"
 	"github.com/meshclaims/meshclaims/framework/load"
@@ -30,11 +32,29 @@ func ChurnRuns(ctx context.Context, r *spec.Run) (*load.Run, *load.Run, error) {
 		if err := Quiesce(ctx, r, r.Mode); err != nil {
 			return churnPair{}, err
 		}
-		s := load.Spec{URL: EchoURL(r), QPS: 0, Connections: 16, Duration: r.Env.Config.Scale(60*time.Second, 10*time.Second)}
+		s := churnLoad(r)
 		quiet, err := Load(ctx, r, InMesh(r), "quiet", s)
 		if err != nil {
 			return churnPair{}, err
 		}
+		mesh, err := Of(r)
+		if err != nil {
+			return churnPair{}, err
+		}
+		// The churn rescales the canary versions and relabels the namespace:
+		// put both back whatever happens, for the specs that follow.
+		base := mesh.Options.CanaryReplicas
+		if base == 0 {
+			base = 1 // fixtures.CanaryEcho's default
+		}
+		r.Defer(func(ctx context.Context) error {
+			if err := mesh.Applier.Phase(ctx, "restore after churn", func(ctx context.Context) error {
+				return RestoreChurn(ctx, mesh.K.Client, r.Namespace(), base)
+			}); err != nil {
+				return err
+			}
+			return mesh.K.WaitAvailable(ctx, r.Namespace(), r.Env.Config.Timeouts.WorkloadsReady, churnedDeployments...)
+		})
 		stop := startChurn(ctx, r)
 		churned, err := Load(ctx, r, InMesh(r), "churn", s)
 		n, cerr := stop()
@@ -68,10 +88,10 @@ func startChurn(ctx context.Context, r *spec.Run) func() (int, error) {
 			}
 			var err error
 			if i%60 == 59 {
-				patch := fmt.Sprintf(`{"metadata":{"labels":{"meshclaims.io/churn":"%d"}}}`, i)
+				patch := fmt.Sprintf(`{"metadata":{"labels":{%q:"%d"}}}`, ChurnLabel, i)
 				_, err = m.K.Client.CoreV1().Namespaces().Patch(ctx, r.Namespace(), types.MergePatchType, []byte(patch), metav1.PatchOptions{})
 			} else {
-				name := []string{fixtures.CanaryV1Name, fixtures.CanaryV2Name}[rand.IntN(2)]
+				name := churnedDeployments[rand.IntN(len(churnedDeployments))]
 				patch := fmt.Sprintf(`{"spec":{"replicas":%d}}`, 1+rand.IntN(3))
 				_, err = m.K.Client.AppsV1().Deployments(r.Namespace()).Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
 			}
@@ -86,6 +106,30 @@ func startChurn(ctx context.Context, r *spec.Run) func() (int, error) {
 		<-done
 		return changes, firstErr
 	}
+}
+
+// ChurnLabel is the namespace label the churn rewrites every minute.
+const ChurnLabel = "meshclaims.io/churn"
+
+// churnedDeployments are the Deployments the churn rescales every second.
+var churnedDeployments = []string{fixtures.CanaryV1Name, fixtures.CanaryV2Name}
+
+// RestoreChurn undoes the churn in namespace ns: the canary Deployments
+// back to replicas, the churn label off the namespace.
+func RestoreChurn(ctx context.Context, c kubernetes.Interface, ns string, replicas int32) error {
+	var errs []error
+	for _, name := range churnedDeployments {
+		patch := fmt.Sprintf(`{"spec":{"replicas":%d}}`, replicas)
+		if _, err := c.AppsV1().Deployments(ns).Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			errs = append(errs, fmt.Errorf("restore %s/%s to %d replicas: %w", ns, name, replicas, err))
+		}
+	}
+	// A merge patch with null removes the label (absent already: no-op).
+	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:null}}}`, ChurnLabel)
+	if _, err := c.CoreV1().Namespaces().Patch(ctx, ns, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		errs = append(errs, fmt.Errorf("remove label %s from namespace %s: %w", ChurnLabel, ns, err))
+	}
+	return errors.Join(errs...)
 }
 
 // Stability is the largest relative change of throughput and P50 from the
@@ -118,4 +162,11 @@ func NodeCores(ctx context.Context, r *spec.Run) (float64, error) {
 		return 0, fmt.Errorf("nodes report no CPU capacity")
 	}
 	return cores, nil
+}
+
+// churnLoad is the load of both churn runs: no qps limit, 16 connections,
+// 60 s (scaled), at load.LatencyResolution since the runs' P50s are compared.
+func churnLoad(r *spec.Run) load.Spec {
+	return load.Spec{URL: EchoURL(r), QPS: 0, Connections: 16, Duration: r.Env.Config.Scale(60*time.Second, 10*time.Second),
+		Resolution: load.LatencyResolution}
 }

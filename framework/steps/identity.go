@@ -3,13 +3,14 @@ package steps
 import (
 	"context"
 	"crypto/x509"
-	"encoding/pem"
 	"fmt"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/meshclaims/meshclaims/fixtures"
+	"github.com/meshclaims/meshclaims/framework/mode"
+	"github.com/meshclaims/meshclaims/framework/proxycert"
 	"github.com/meshclaims/meshclaims/framework/spec"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
@@ -32,10 +33,14 @@ func (i Identity) Measured() verdict.Measured {
 	return verdict.Measured{Outcome: out, Detail: i.Detail}
 }
 
-// WorkloadIdentity reads echo's certificate from the proxy that holds it:
-// the sidecar's Envoy admin (/certs) or, in ambient, the ztunnel on echo's
-// node (/config_dump on its admin port), and compares the root CA that
-// istiod published in every meshed namespace (ConfigMap istio-ca-root-cert).
+// WorkloadIdentity reads echo's certificate from the proxy that holds it and
+// decodes it (framework/proxycert): the sidecar's Envoy /config_dump (its SDS
+// secrets "default" and "ROOTCA") or, in ambient, the /config_dump of the
+// ztunnel on echo's node (its "certificates" list). The identity counts only
+// when the proxy can present it (ztunnel: Available, a chain whose leaf
+// carries the SPIFFE URI); the root counts when that entry trusts the very
+// certificate istiod published in the namespace (ConfigMap
+// istio-ca-root-cert), and every meshed namespace of the run holds the same.
 func WorkloadIdentity(ctx context.Context, r *spec.Run) (Identity, error) {
 	m, err := Of(r)
 	if err != nil {
@@ -47,15 +52,16 @@ func WorkloadIdentity(ctx context.Context, r *spec.Run) (Identity, error) {
 		return id, err
 	}
 	ns, pod := r.Namespace(), echo.Name
-	path := "/certs"
 	id.Issuer = "istio-proxy"
+	parse := proxycert.ParseEnvoy
 	if r.Mode.Ambient() {
 		zt, err := m.K.Client.CoreV1().Pods("istio-system").List(ctx, metav1.ListOptions{LabelSelector: "app=ztunnel", FieldSelector: "spec.nodeName=" + echo.Spec.NodeName})
 		if err != nil || len(zt.Items) == 0 {
 			return id, fmt.Errorf("no ztunnel pod on node %s: %v", echo.Spec.NodeName, err)
 		}
-		ns, pod, path, id.Issuer = "istio-system", zt.Items[0].Name, "/config_dump", "ztunnel"
+		ns, pod, id.Issuer, parse = "istio-system", zt.Items[0].Name, "ztunnel", proxycert.ParseZtunnel
 	}
+	const path = "/config_dump"
 	dump, err := m.K.AdminGet(ctx, ns, pod, path)
 	if err != nil {
 		return id, err
@@ -63,9 +69,7 @@ func WorkloadIdentity(ctx context.Context, r *spec.Run) (Identity, error) {
 	if err := r.SaveRaw("identity-"+pod, []byte(dump), map[string]string{"pod": ns + "/" + pod, "path": path}); err != nil {
 		return id, err
 	}
-	id.Found = strings.Contains(dump, id.Want)
-
-	roots := map[string][]string{}
+	var roots []namespaceRoot
 	for _, mm := range r.Env.Config.Modes {
 		if !mm.Meshed() {
 			continue
@@ -74,56 +78,67 @@ func WorkloadIdentity(ctx context.Context, r *spec.Run) (Identity, error) {
 		if err != nil {
 			return id, fmt.Errorf("root CA of %s: %w", mm.Namespace(), err)
 		}
-		roots[cm.Data["root-cert.pem"]] = append(roots[cm.Data["root-cert.pem"]], string(mm))
+		roots = append(roots, namespaceRoot{Mode: mm, PEM: cm.Data["root-cert.pem"]})
 	}
-	id.RootShared = len(roots) == 1
-	// The workload's own chain must end in that root: the proxy's dump names
-	// the root by serial number (Envoy /certs) or carries its PEM (ztunnel).
-	for root := range roots {
-		if !rootInDump(root, dump) {
-			id.RootShared = false
-			id.Detail = "the proxy's dump does not show the namespace's root CA; "
-		}
+	id, err = judgeIdentity(id, r.Mode, []byte(dump), parse, roots)
+	if err != nil {
+		return id, fmt.Errorf("%s/%s %s: %w", ns, pod, path, err)
 	}
-	id.Detail += fmt.Sprintf("issuer %s (%s/%s %s): %s %s; %d distinct root(s) across meshed namespaces %v",
-		id.Issuer, ns, pod, path, id.Want, map[bool]string{true: "found", false: "NOT found"}[id.Found], len(roots), roots2modes(roots))
+	id.Detail = fmt.Sprintf("issuer %s (%s/%s %s): %s", id.Issuer, ns, pod, path, id.Detail)
 	return id, nil
 }
 
-func roots2modes(roots map[string][]string) [][]string {
-	var out [][]string
-	for _, v := range roots {
-		out = append(out, v)
-	}
-	return out
+// namespaceRoot is the root-cert.pem istiod published in a mode's namespace
+// (ConfigMap istio-ca-root-cert).
+type namespaceRoot struct {
+	Mode mode.Mode
+	PEM  string
 }
 
-// rootInDump reports whether a proxy's certificate dump refers to the root
-// CA given as PEM: by its serial number (hex, with or without colons) or by
-// the PEM body itself.
-func rootInDump(rootPEM, dump string) bool {
-	block, _ := pem.Decode([]byte(rootPEM))
-	if block == nil {
-		return false
-	}
-	body := strings.Join(strings.Fields(strings.TrimSpace(strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(rootPEM), "-----BEGIN CERTIFICATE-----"), "-----END CERTIFICATE-----"))), "")
-	flat := strings.Join(strings.Fields(strings.ReplaceAll(dump, `\n`, "")), "")
-	if len(body) > 64 && strings.Contains(flat, body[:64]) {
-		return true
-	}
-	cert, err := x509.ParseCertificate(block.Bytes)
+// judgeIdentity decides from a proxy's dump whether it holds id.Want usably
+// and trusts the root of mode own, and whether every meshed namespace of the
+// run holds the same root (compared as certificates, not as PEM text).
+func judgeIdentity(id Identity, own mode.Mode, dump []byte, parse func([]byte) (proxycert.Dump, error), roots []namespaceRoot) (Identity, error) {
+	held, err := parse(dump)
 	if err != nil {
-		return false
+		return id, err
 	}
-	hexSerial := fmt.Sprintf("%x", cert.SerialNumber)
-	lower := strings.ToLower(dump)
-	if strings.Contains(lower, hexSerial) {
-		return true
+	groups := map[string][]string{}
+	var keys []string
+	var ownRoots []*x509.Certificate
+	for _, nr := range roots {
+		certs, err := proxycert.ParsePEM([]byte(nr.PEM))
+		if err != nil {
+			return id, fmt.Errorf("ConfigMap %s/istio-ca-root-cert root-cert.pem: %w", nr.Mode.Namespace(), err)
+		}
+		if nr.Mode == own {
+			ownRoots = certs
+		}
+		key := derKey(certs)
+		if _, seen := groups[key]; !seen {
+			keys = append(keys, key)
+		}
+		groups[key] = append(groups[key], string(nr.Mode))
 	}
-	var pairs []string
-	b := cert.SerialNumber.Bytes()
-	for _, x := range b {
-		pairs = append(pairs, fmt.Sprintf("%02x", x))
+	if ownRoots == nil {
+		return id, fmt.Errorf("no root CA of mode %s among the meshed namespaces' roots", own)
 	}
-	return len(pairs) > 0 && strings.Contains(lower, strings.Join(pairs, ":"))
+	var modes [][]string
+	for _, k := range keys {
+		modes = append(modes, groups[k])
+	}
+	c := held.Check(id.Want, ownRoots)
+	id.Found = c.Found
+	id.RootShared = len(groups) == 1 && c.RootsMatch
+	id.Detail = fmt.Sprintf("%s; %d distinct root(s) across meshed namespaces %v", c.Detail, len(groups), modes)
+	return id, nil
+}
+
+// derKey identifies a set of certificates by their DER bytes, in order.
+func derKey(certs []*x509.Certificate) string {
+	var b strings.Builder
+	for _, c := range certs {
+		b.Write(c.Raw)
+	}
+	return b.String()
 }

@@ -1,52 +1,68 @@
 package steps
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"fmt"
-	"math/big"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/meshclaims/meshclaims/framework/mode"
+	"github.com/meshclaims/meshclaims/framework/proxycert"
+	pct "github.com/meshclaims/meshclaims/framework/proxycert/proxycerttest"
 )
 
-func rootPEM(t *testing.T, serial int64) (string, *x509.Certificate) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
+// The identity claim's judgement on dumps shaped as ztunnel and Envoy write
+// them: verified when the proxy holds the namespace's identity and trusts
+// the root every meshed namespace was given; not verified for a held
+// identity that is not Available, for a root the proxy does not trust, or
+// for namespaces given different roots (the same PEM written differently
+// is the same root).
+func TestJudgeIdentity(t *testing.T) {
+	ca, other := pct.NewPKI(t), pct.NewPKI(t)
+	l4, sc := mode.AmbientL4, mode.Sidecar
+	want := func(m mode.Mode) Identity {
+		return Identity{Want: "spiffe://cluster.local/ns/" + m.Namespace() + "/sa/default"}
 	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: pkix.Name{Organization: []string{"cluster.local"}},
-		NotBefore: time.Now(), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
+	root := string(pct.PEM(ca.Root))
+	same := []namespaceRoot{{l4, root}, {sc, strings.ReplaceAll(root, "\n", "\r\n")}}
+	split := []namespaceRoot{{l4, root}, {sc, string(pct.PEM(other.Root))}}
+	ztunnel := func(state string, chain ...*x509.Certificate) []byte {
+		return pct.ZtunnelDump(t,
+			pct.ZtunnelEntry("spiffe://cluster.local/ns/istio-system/sa/ztunnel", proxycert.ZtunnelAvailable, []*x509.Certificate{ca.Leaf(t, "spiffe://cluster.local/ns/istio-system/sa/ztunnel")}, []*x509.Certificate{ca.Root}),
+			pct.ZtunnelEntry(want(l4).Want, state, chain, []*x509.Certificate{ca.Root}))
 	}
-	c, _ := x509.ParseCertificate(der)
-	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})), c
-}
-
-// The shared-root check finds the root in Envoy's /certs (serial number) and
-// in ztunnel's dump (PEM), and fires for a dump holding another root.
-func TestRootInDump(t *testing.T) {
-	root, cert := rootPEM(t, 0x1f2e3d4c5b6a)
-	other, _ := rootPEM(t, 0x0a0b0c)
-	envoy := fmt.Sprintf(`{"certificates":[{"ca_cert":[{"serial_number":"%x"}],"cert_chain":[{"subject_alt_names":[{"uri":"spiffe://cluster.local/ns/x/sa/default"}]}]}]}`, cert.SerialNumber)
-	ztunnel := `{"certificates":[{"identity":"spiffe://cluster.local/ns/x/sa/default","root_certs":[{"pem":"` + strings.ReplaceAll(root, "\n", `\n`) + `"}]}]}`
-	if !rootInDump(root, envoy) {
-		t.Error("root not found by serial in an Envoy /certs dump")
+	envoy := func(trusted *x509.Certificate) []byte {
+		return pct.EnvoyDump(t, []map[string]any{
+			pct.EnvoySecret("default", pct.PEM(ca.Leaf(t, want(sc).Want), ca.Root), nil),
+			pct.EnvoySecret("ROOTCA", nil, pct.PEM(trusted)),
+		}, nil)
 	}
-	if !rootInDump(root, ztunnel) {
-		t.Error("root not found by PEM in a ztunnel dump")
+	cases := []struct {
+		name          string
+		mode          mode.Mode
+		dump          []byte
+		parse         func([]byte) (proxycert.Dump, error)
+		roots         []namespaceRoot
+		found, shared bool
+	}{
+		{"ztunnel verified", l4, ztunnel(proxycert.ZtunnelAvailable, ca.Leaf(t, want(l4).Want)), proxycert.ParseZtunnel, same, true, true},
+		{"ztunnel initializing", l4, ztunnel("Initializing"), proxycert.ParseZtunnel, same, false, false},
+		{"ztunnel, namespaces given different roots", l4, ztunnel(proxycert.ZtunnelAvailable, ca.Leaf(t, want(l4).Want)), proxycert.ParseZtunnel, split, true, false},
+		{"envoy verified", sc, envoy(ca.Root), proxycert.ParseEnvoy, same, true, true},
+		{"envoy trusts another root", sc, envoy(other.Root), proxycert.ParseEnvoy, same, true, false},
 	}
-	if rootInDump(other, envoy) || rootInDump(other, ztunnel) {
-		t.Error("another root was taken for the shared one")
+	for _, c := range cases {
+		id, err := judgeIdentity(want(c.mode), c.mode, c.dump, c.parse, c.roots)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if id.Found != c.found || id.RootShared != c.shared {
+			t.Errorf("%s: found=%v shared=%v (%s), want found=%v shared=%v", c.name, id.Found, id.RootShared, id.Detail, c.found, c.shared)
+		}
+		if out := id.Measured().Outcome; (out == "verified") != (c.found && c.shared) {
+			t.Errorf("%s: outcome %q", c.name, out)
+		}
 	}
-	if rootInDump("not a pem", envoy) {
-		t.Error("garbage root accepted")
+	if _, err := judgeIdentity(want(l4), l4, ztunnel(proxycert.ZtunnelAvailable), proxycert.ParseZtunnel, []namespaceRoot{{l4, "no certificate here"}}); err == nil || !strings.Contains(err.Error(), "meshclaims-ambient-l4/istio-ca-root-cert") {
+		t.Errorf("an unreadable root-cert.pem: %v", err)
 	}
 }

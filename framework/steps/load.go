@@ -6,7 +6,10 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
+
+	"github.com/meshclaims/meshclaims/framework/claims"
 
 	"github.com/meshclaims/meshclaims/framework/load"
 	"github.com/meshclaims/meshclaims/framework/probe"
@@ -74,15 +77,68 @@ func (j jsonRaw) MarshalJSON() ([]byte, error) {
 // be inconclusive.
 const SteadyFloor = 25 * time.Second
 
-// Steady is GUIDE T5's load (200 qps, 16 connections, 60 s) scaled by the run's
-// -duration-scale (never below SteadyFloor), against the mode's echo Service.
-func Steady(r *spec.Run) load.Spec {
-	return load.Spec{
-		URL:         EchoURL(r),
-		QPS:         200,
-		Connections: 16,
-		Duration:    r.Env.Config.Scale(60*time.Second, SteadyFloor),
+// SetupLoad is the load the claim's registry setup states (qps, or no limit
+// when saturate; connections; duration) against url, its duration scaled by
+// -duration-scale and never below floor. The registry is the one place a
+// load's numbers are written; a setup that lacks one is an error naming it.
+func SetupLoad(r *spec.Run, url string, floor time.Duration) (load.Spec, error) {
+	s := r.Claim.Setup
+	var missing []string
+	if s.QPS <= 0 && !s.Saturate {
+		missing = append(missing, "qps (or saturate: true)")
 	}
+	if s.Connections <= 0 {
+		missing = append(missing, "connections")
+	}
+	d, err := time.ParseDuration(s.Duration)
+	if err != nil || d <= 0 {
+		missing = append(missing, "duration")
+	}
+	if len(missing) > 0 {
+		return load.Spec{}, fmt.Errorf("claim %s: its registry setup states no %s, so no load can be built from it", r.Claim.ID, strings.Join(missing, ", "))
+	}
+	qps := s.QPS
+	if s.Saturate {
+		qps = 0
+	}
+	return load.Spec{URL: url, QPS: qps, Connections: s.Connections, Duration: r.Env.Config.Scale(d, floor)}, nil
+}
+
+// LatencyLoad is SetupLoad recorded at load.LatencyResolution: for the
+// loads whose percentiles are the claim (T5, HYBRID's latency and
+// throughput), where 0.1 ms buckets would turn percentiles into bucket
+// positions. Rollout and retry loads keep fortio's default, since their
+// 10-100 ms calls would land in 10-25 ms buckets at 10 µs.
+func LatencyLoad(r *spec.Run, url string, floor time.Duration) (load.Spec, error) {
+	s, err := SetupLoad(r, url, floor)
+	s.Resolution = load.LatencyResolution
+	return s, err
+}
+
+// Steady is GUIDE T5's load as latency.percentiles' setup states it (200
+// qps, 16 connections, 60 s), scaled (never below SteadyFloor), against the
+// mode's echo Service, at load.LatencyResolution.
+func Steady(r *spec.Run) (load.Spec, error) {
+	return LatencyLoad(r, EchoURL(r), SteadyFloor)
+}
+
+// DescribeLoad says what a load ran beside what the claim documents, for
+// the report's setup column.
+func DescribeLoad(r *spec.Run, s load.Spec) string {
+	rate := fmt.Sprintf("%g qps", s.QPS)
+	if s.QPS == 0 {
+		rate = "no qps limit"
+	}
+	doc := r.Claim.Setup
+	return fmt.Sprintf("%s, %d connections, %s (documented: %s; -duration-scale=%g)", rate, s.Connections, s.Duration, documentedLoad(doc), r.Env.Config.DurationScale)
+}
+
+func documentedLoad(s claims.Setup) string {
+	rate := fmt.Sprintf("%g qps", s.QPS)
+	if s.Saturate {
+		rate = "saturated"
+	}
+	return fmt.Sprintf("%s, %d connections, %s", rate, s.Connections, s.Duration)
 }
 
 // Percentiles returns fortio's percentiles of a run in ms, keyed "50", "99.9".

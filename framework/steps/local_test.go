@@ -147,6 +147,10 @@ func TestStepsOnLocalCluster(t *testing.T) {
 		if *m.Count != 0 {
 			t.Fatalf("%d duplicate executions without any retry", *m.Count)
 		}
+		// And that zero must not be judged: no proxy retried (Unmet).
+		if m.Unmet == "" {
+			t.Fatal("no proxy applies retries without a mesh, yet the duplicate count would be judged")
+		}
 		t.Logf("sent %d, failures %v, cycles %v", *m.Total, m.Extra["client_failures"], m.Extra["cycles"])
 	})
 }

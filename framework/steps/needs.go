@@ -6,9 +6,11 @@ import (
 
 	"github.com/meshclaims/meshclaims/fixtures"
 	"github.com/meshclaims/meshclaims/framework/mode"
+	"github.com/meshclaims/meshclaims/framework/probe"
 	"github.com/meshclaims/meshclaims/framework/spec"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 	networkingv1 "k8s.io/api/networking/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // NeedModes requires the given modes to be deployed in this run (a claim that
@@ -90,11 +92,28 @@ func netpolPreflight(ctx context.Context, r *spec.Run) error {
 	if err := m.Applier.Apply(ctx, deny); err != nil {
 		return err
 	}
-	defer m.Applier.Client().Delete(context.WithoutCancel(ctx), deny)
+	undone := false
+	undo := func() error {
+		if undone {
+			return nil
+		}
+		undone = true
+		ctx := context.WithoutCancel(ctx)
+		if err := client.IgnoreNotFound(m.Applier.Client().Delete(ctx, deny)); err != nil {
+			return err
+		}
+		// The next spec may be the no-mesh namespace's own: wait until the
+		// CNI has removed the deny-all rules and echo answers again.
+		return PositiveControl(ctx, r, Outside(), url)
+	}
+	defer undo()
 	Settle(ctx, r, r.Env.Config.Timeouts.NetPolSettle, "the CNI to program the deny-all policy")
 	after, err := Probe(ctx, r, Outside(), url)
 	if err != nil {
 		return err
+	}
+	if err := undo(); err != nil {
+		return fmt.Errorf("preflight: after removing the deny-all policy: %w", err)
 	}
 	if after.Outcome != "blocked" && after.Outcome != "no-http-response" {
 		return fmt.Errorf("a deny-all ingress NetworkPolicy on %s/echo did not block traffic (got %s): this cluster's CNI does not enforce NetworkPolicy. "+
@@ -105,12 +124,39 @@ func netpolPreflight(ctx context.Context, r *spec.Run) error {
 	return nil
 }
 
-// UnderNetPol applies a NetworkPolicy for the spec, lets the CNI program it,
-// and probes url from the mode's in-mesh client.
+// UnderNetPol probes url from the mode's in-mesh client until it answers 200
+// (the positive control: in this mode, on this path, the probe can see
+// success, so a "blocked" after the policy is the policy's doing), then
+// applies a NetworkPolicy for the spec, lets the CNI program it, and probes
+// again. Removing the policy waits until echo is Ready and answering (Apply).
 func UnderNetPol(ctx context.Context, r *spec.Run, policy *networkingv1.NetworkPolicy, url string) (verdict.Measured, error) {
+	if err := PositiveControl(ctx, r, InMesh(r), url); err != nil {
+		return verdict.Measured{}, err
+	}
 	if err := Apply(ctx, r, policy); err != nil {
 		return verdict.Measured{}, err
 	}
 	Settle(ctx, r, r.Env.Config.Timeouts.NetPolSettle, "the CNI to program the policy")
 	return ProbeOutcome(ctx, r, InMesh(r), url)
+}
+
+// PositiveControl waits (Timeouts.PolicyRestore) until client c gets a 200
+// from url, before a spec applies the policy whose effect it measures; a
+// path that never answers fails the spec instead of passing as "blocked".
+// It waits for the precondition (a previous spec's policy may still be
+// leaving), never for the outcome being measured.
+func PositiveControl(ctx context.Context, r *spec.Run, c probe.Client, url string) error {
+	m, err := Of(r)
+	if err != nil {
+		return err
+	}
+	err = WaitOutcome(ctx, r.Env.Config.Timeouts.PolicyRestore, r.Env.Config.Timeouts.ProxySync, []string{"http-200"}, func(ctx context.Context) (probe.Result, string, error) {
+		res, err := probe.From(ctx, m.K, c, url, r.Env.Config.Timeouts.Probe)
+		return res, c.Selector + " -> " + url, err
+	})
+	if err != nil {
+		return fmt.Errorf("positive control %s/%s -> %s before any policy: no 200 (%w): cannot tell the policy's effect from a broken path", c.Namespace, c.Selector, url, err)
+	}
+	r.Logf("positive control: %s/%s -> %s answered 200 before the policy", c.Namespace, c.Selector, url)
+	return nil
 }

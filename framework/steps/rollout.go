@@ -16,6 +16,7 @@ import (
 	"github.com/meshclaims/meshclaims/framework/load"
 	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/probe"
+	"github.com/meshclaims/meshclaims/framework/report"
 	"github.com/meshclaims/meshclaims/framework/rollout"
 	"github.com/meshclaims/meshclaims/framework/spec"
 	"github.com/meshclaims/meshclaims/framework/stats"
@@ -56,13 +57,22 @@ func (x *RolloutResult) Measured() verdict.Measured {
 
 var rollouts memo[*RolloutResult]
 
-// RolloutLoad is GUIDE T1 in mode m: 100 qps, 16 keep-alive connections,
-// 600 s (scaled), -allow-initial-errors, while deployment/echo is restarted
-// and waited for (60 s limit) again and again until the load ends. With a
-// non-zero hardening, echo is patched first (and restored after). Shared per
-// mode and hardening between rollout.baseline and rollout.l7-vs-sidecar.
+// RolloutLoad is GUIDE T1 in mode m as the claim's setup states it (100 qps,
+// 16 keep-alive connections, 600 s, scaled), -allow-initial-errors, while
+// deployment/echo is restarted and waited for (60 s limit) again and again
+// until the load ends. With a non-zero hardening, echo is patched first (and
+// restored after). Shared per mode, hardening and load between the claims
+// that state the same load (rollout.baseline, rollout.l7-vs-sidecar, the
+// hardened runs' references).
 func RolloutLoad(ctx context.Context, r *spec.Run, m mode.Mode, h fixtures.Hardening) (*RolloutResult, error) {
-	key := fmt.Sprintf("%s/%s/%+v", r.Env.Config.RunID, m, h)
+	s, err := SetupLoad(r, EchoURLOf(m), RolloutFloor)
+	if err != nil {
+		return nil, err
+	}
+	s.AllowInitialErrors = true
+	// LogErrors: each 503 is logged with its time, for the report's timeline.
+	s.LogErrors = true
+	key := fmt.Sprintf("%s/%s/%+v/%g/%d/%s", r.Env.Config.RunID, m, h, s.QPS, s.Connections, s.Duration)
 	return rollouts.get(r, key, func() (*RolloutResult, error) {
 		mesh, err := Of(r)
 		if err != nil {
@@ -76,10 +86,7 @@ func RolloutLoad(ctx context.Context, r *spec.Run, m mode.Mode, h fixtures.Harde
 		if err := Quiesce(ctx, r, m); err != nil {
 			return nil, err
 		}
-		dur := RolloutDuration(r)
-		s := load.Spec{URL: EchoURLOf(m), QPS: 100, Connections: 16, Duration: dur, AllowInitialErrors: true}
-		r.SetSetup("100 qps, 16 connections, %s, restart loop with %s limit (documented: 600s; -duration-scale=%g); hardening %+v",
-			dur, r.Env.Config.Timeouts.RolloutComplete, r.Env.Config.DurationScale, h)
+		r.SetSetup("%s, restart loop with %s limit; hardening %+v", DescribeLoad(r, s), r.Env.Config.Timeouts.RolloutComplete, h)
 		if err := mesh.K.CheckWrite(ctx); err != nil {
 			return nil, err
 		}
@@ -129,6 +136,13 @@ func underLoad(ctx context.Context, r *spec.Run, c probe.Client, name string, s 
 	}
 	res := &RolloutResult{Load: l.run, Cycles: cycles}
 	res.PerCycle, res.Before = rollout.CountPerCycle(l.run.FailureTimes(), cycles)
+	// The timeline (cycles and timed -1s) is kept beside the fortio result:
+	// report.html draws errors per cycle from it.
+	if tl, err := report.TimelineOf(l.run, cycles).Marshal(); err != nil {
+		return nil, err
+	} else if err := r.SaveRaw(name+strings.TrimSuffix(report.TimelineSuffix, ".json"), tl, nil); err != nil {
+		return nil, err
+	}
 	r.Logf("%d cycles; 503: %d, -1: %d of %d requests; -1 per cycle %v", len(cycles), res.Count503(), l.run.SocketErrors(), res.Requests(), res.PerCycle)
 	return res, nil
 }
@@ -159,9 +173,14 @@ func harden(ctx context.Context, r *spec.Run, m mode.Mode, h fixtures.Hardening)
 }
 
 // OrdersDuringRollout is GUIDE T2: reset the collector, let order-client send
-// 20 POST/s for 300 s (scaled) while deployment/order restarts in a loop,
-// then count sent, failed and duplicate executions.
+// 20 POST/s for the claim's setup duration (300 s, scaled) while
+// deployment/order restarts in a loop, then count sent, failed and
+// duplicate executions.
 func OrdersDuringRollout(ctx context.Context, r *spec.Run) (verdict.Measured, error) {
+	documented, err := time.ParseDuration(r.Claim.Setup.Duration)
+	if err != nil || documented <= 0 {
+		return verdict.Measured{}, fmt.Errorf("claim %s: its registry setup states no duration (%q), so T2 has no length", r.Claim.ID, r.Claim.Setup.Duration)
+	}
 	mesh, err := Of(r)
 	if err != nil {
 		return verdict.Measured{}, err
@@ -188,8 +207,17 @@ func OrdersDuringRollout(ctx context.Context, r *spec.Run) (verdict.Measured, er
 	if err := call(oc, http.MethodGet, "/stats", &before); err != nil {
 		return verdict.Measured{}, err
 	}
-	dur := r.Env.Config.Scale(300*time.Second, 30*time.Second)
-	r.SetSetup("order-client 20 POST/s for %s while order restarts (documented: 300s); collector reset first", dur)
+	// The retrying proxy's counter, before and after: without a retry,
+	// zero duplicates is no evidence (NoRetries).
+	proxy, noProxy := RetryProxyOf(r.Mode, ns)
+	var retriesBefore map[string]uint64
+	if noProxy == nil {
+		if retriesBefore, err = RetryCounts(ctx, r, proxy); err != nil {
+			return verdict.Measured{}, err
+		}
+	}
+	dur := r.Env.Config.Scale(documented, 30*time.Second)
+	r.SetSetup("order-client 20 POST/s for %s while order restarts (documented: %s); collector reset first", dur, documented)
 	driver, err := NewDeploymentDriver(mesh, ns, fixtures.OrderName)
 	if err != nil {
 		return verdict.Measured{}, err
@@ -216,7 +244,39 @@ func OrdersDuringRollout(ctx context.Context, r *spec.Run) (verdict.Measured, er
 	for cause, n := range after.FailuresByCause {
 		extra["failures_"+cause] = float64(n - before.FailuresByCause[cause])
 	}
-	return verdict.Measured{Count: verdict.Int64(int64(dupes.DupeCount)), Total: verdict.Int64(sent), Extra: extra}, nil
+	got := verdict.Measured{Count: verdict.Int64(int64(dupes.DupeCount)), Total: verdict.Int64(sent), Extra: extra}
+	if noProxy != nil {
+		got.Unmet = "retries: " + noProxy.Error()
+		return got, nil
+	}
+	retriesAfter, err := RetryCounts(ctx, r, proxy)
+	if err != nil {
+		return verdict.Measured{}, err
+	}
+	got, err = WithRetries(got, proxy, retriesBefore, retriesAfter)
+	if err != nil {
+		return verdict.Measured{}, err
+	}
+	r.Logf("%s: %v retries on %s during the run (pods %v -> %v)", proxy.What, got.Extra["proxy_retries"], proxy.Cluster, retriesBefore, retriesAfter)
+	return got, nil
+}
+
+// WithRetries adds the retrying proxy's counter readings to a duplicate
+// count: the retries made in between (Extra proxy_retries) and, when there
+// were none, Unmet, so the verdict is inconclusive instead of a zero that
+// nothing could have made non-zero.
+func WithRetries(got verdict.Measured, p RetryProxy, before, after map[string]uint64) (verdict.Measured, error) {
+	retries, lost, err := RetryDelta(before, after)
+	if err != nil {
+		return verdict.Measured{}, err
+	}
+	if got.Extra == nil {
+		got.Extra = map[string]float64{}
+	}
+	got.Extra["proxy_retries"] = float64(retries)
+	got.Extra["retry_pods_not_read_after"] = float64(len(lost))
+	got.Unmet = NoRetries(p, retries)
+	return got, nil
 }
 
 // scale sets a Deployment's replicas (a guarded write).
@@ -270,8 +330,6 @@ func hardeningName(h fixtures.Hardening) string {
 	return strings.Join(parts, "-")
 }
 
-// RolloutDuration is GUIDE T1's 600 s load after -duration-scale, at least
-// 30 s (a few restart cycles).
-func RolloutDuration(r *spec.Run) time.Duration {
-	return r.Env.Config.Scale(600*time.Second, 30*time.Second)
-}
+// RolloutFloor is the shortest T1 load: 30 s leaves room for a few restart
+// cycles.
+const RolloutFloor = 30 * time.Second

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/meshclaims/meshclaims/fixtures"
+	"github.com/meshclaims/meshclaims/framework/fortioresult"
 	"github.com/meshclaims/meshclaims/framework/load"
 	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/probe"
@@ -64,36 +65,64 @@ func (m *memo[T]) get(r *spec.Run, key string, f func() (T, error)) (T, error) {
 
 var steady memo[*load.Run]
 
-// SteadyLoad is GUIDE T5's load in mode m, run once per run and shared.
+// SteadyLoad is GUIDE T5's load in mode m as the claim's setup states it
+// (200 qps, 16 connections, 60 s, never below SteadyFloor), run once per run,
+// mode and load and shared by the claims that state the same load.
 func SteadyLoad(ctx context.Context, r *spec.Run, m mode.Mode) (*load.Run, error) {
-	return steady.get(r, r.Env.Config.RunID+"/"+string(m), func() (*load.Run, error) {
+	s, err := LatencyLoad(r, EchoURLOf(m), SteadyFloor)
+	if err != nil {
+		return nil, err
+	}
+	key := fmt.Sprintf("%s/%s/%g/%d/%s", r.Env.Config.RunID, m, s.QPS, s.Connections, s.Duration)
+	return steady.get(r, key, func() (*load.Run, error) {
 		if err := Quiesce(ctx, r, m); err != nil {
 			return nil, err
 		}
-		s := Steady(r)
-		s.URL = EchoURLOf(m)
-		r.SetSetup("%g qps, %d connections, %s (documented: 200 qps, 16, 60s; -duration-scale=%g)", s.QPS, s.Connections, s.Duration, r.Env.Config.DurationScale)
+		r.SetSetup("%s", DescribeLoad(r, s))
 		return Load(ctx, r, InMeshOf(r, m), "steady-"+string(m), s)
 	})
 }
 
-// LittleCheck adds the Little's-law and resolution check of a run to extra
-// and logs its reason (HYBRID's lesson: coarse histograms lie).
+// LittleCheck adds the Little's-law and histogram-resolution checks of a run
+// to extra and logs them (HYBRID's lesson: coarse histograms lie). It judges
+// the raw reply with the same analyzer as `meshclaims analyze`
+// (fortioresult), so a report and the analyzer cannot disagree: the
+// resolution is the one the histogram shows, and Little's law is "not
+// applicable" to a paced run rather than a failure. extra gets
+// little_applicable (1 when the run was saturated), little_consistent (only
+// when applicable: 1 if the mean matches connections/throughput) and
+// histogram_coarse (1 when the percentiles are bucket positions).
 func LittleCheck(r *spec.Run, run *load.Run, extra map[string]float64) {
-	res := run.Result
-	if res.DurationHistogram == nil {
+	res, err := fortioresult.Parse(run.Name, run.Raw)
+	if err != nil {
+		r.Logf("Little's law: not checked: %v", err)
 		return
 	}
-	p50, _ := res.Percentile(50)
-	req := 0.0
-	fmt.Sscan(res.RequestedQPS, &req)
-	c := stats.LittlesLaw(res.NumThreads, res.ActualQPS, req, res.DurationHistogram.Avg, p50, run.Spec.Resolution, 0.1)
-	ok := 0.0
-	if c.OK() {
-		ok = 1
+	l := fortioresult.Summarize(res).Little
+	bit := func(b bool) float64 {
+		if b {
+			return 1
+		}
+		return 0
 	}
-	extra["little_ok"] = ok
-	r.Logf("Little's law: %s", c.Reason)
+	extra["little_applicable"] = bit(l.Verdict == stats.LawHolds || l.Verdict == stats.LawViolated)
+	if l.Verdict == stats.LawHolds || l.Verdict == stats.LawViolated {
+		extra["little_consistent"] = bit(l.Verdict == stats.LawHolds)
+	}
+	extra["histogram_coarse"] = bit(l.CoarseHistogram)
+	r.Logf("Little's law: %s: %s", l.Verdict, l.Reason)
+}
+
+// BucketWidthMs is the width in ms of the histogram bucket fortio read
+// percentile p of run from (0 if the reply cannot be read): a difference of
+// two percentiles smaller than it lies inside fortio's linear interpolation,
+// not in the data.
+func BucketWidthMs(run *load.Run, p float64) float64 {
+	res, err := fortioresult.Parse(run.Name, run.Raw)
+	if err != nil {
+		return 0
+	}
+	return fortioresult.Summarize(res).BucketWidthMs(p)
 }
 
 // Repeat runs one measurement -repeats times; Value is the mean and Runs the

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/meshclaims/meshclaims/fixtures"
+	"github.com/meshclaims/meshclaims/framework/claims"
 	"github.com/meshclaims/meshclaims/framework/probe"
 	"github.com/meshclaims/meshclaims/framework/spec"
 	"github.com/meshclaims/meshclaims/framework/stats"
@@ -27,7 +28,8 @@ const readinessAttempt = 200 * time.Millisecond
 // ServiceReadiness measures HYBRID's kube-proxy claim: time from creating a
 // Service for echo until a request to its ClusterIP is answered, first with
 // no extra Services, then with N extra (N = 10,000 x -duration-scale, at
-// least 100). Value is the median with none; the median with N is recorded.
+// least 100). Value is the median with none and At the median with N: the
+// verdict judges the growth between them (at HYBRID's 10,000 only).
 func ServiceReadiness(ctx context.Context, r *spec.Run) (verdict.Measured, error) {
 	m, err := Of(r)
 	if err != nil {
@@ -70,7 +72,7 @@ func ServiceReadiness(ctx context.Context, r *spec.Run) (verdict.Measured, error
 	if err != nil {
 		return verdict.Measured{}, err
 	}
-	return verdict.Measured{Value: verdict.Float64(q), Extra: map[string]float64{
+	return verdict.Measured{Value: verdict.Float64(q), At: &claims.AtScale{Services: int64(extra), Value: l}, Extra: map[string]float64{
 		"median_s_with_0": q, fmt.Sprintf("median_s_with_%d", extra): l, "extra_services": float64(extra),
 	}}, nil
 }

@@ -21,11 +21,22 @@ const SplitRequests = 200
 
 // Split calls url (echo's /debug, which names the answering pod) from client
 // c SplitRequests times, each on a fresh connection, and judges the share of
-// v2 (JudgeSplit).
+// v2 (JudgeSplit) against the configured weight and the replica share of the
+// ready canary pods. Every call must be answered by v1 or v2: a failed call,
+// an answer from neither, or fewer answers than calls is a broken
+// measurement, not a share, since dropping them would bias it.
 func Split(ctx context.Context, r *spec.Run, c probe.Client, url string, s fixtures.Split) (verdict.Measured, error) {
 	m, err := Of(r)
 	if err != nil {
 		return verdict.Measured{}, err
+	}
+	pods := map[string]int{}
+	for _, v := range []string{fixtures.CanaryV1, fixtures.CanaryV2} {
+		ready, err := m.K.ReadyPods(ctx, r.Namespace(), fixtures.LabelApp+"="+fixtures.CanaryName+","+fixtures.LabelVersion+"="+v)
+		if err != nil {
+			return verdict.Measured{}, err
+		}
+		pods[v] = len(ready)
 	}
 	var results []probe.Result
 	err = probe.Forward(ctx, m.K, c, func(base string) (err error) {
@@ -35,56 +46,156 @@ func Split(ctx context.Context, r *spec.Run, c probe.Client, url string, s fixtu
 	if err != nil {
 		return verdict.Measured{}, err
 	}
-	var v1, v2, other int64
-	for _, res := range results {
-		switch {
-		case strings.Contains(res.Body, fixtures.CanaryV2Name+"-"):
-			v2++
-		case strings.Contains(res.Body, fixtures.CanaryV1Name+"-"):
-			v1++
-		default:
-			other++
-		}
+	tally, err := CountSplit(results, SplitRequests)
+	if err != nil {
+		return verdict.Measured{}, fmt.Errorf("split calls to %s: %w", url, err)
 	}
-	got, err := JudgeSplit(v1, v2, s)
+	got, err := JudgeSplit(tally.V1, tally.V2, s, pods[fixtures.CanaryV1], pods[fixtures.CanaryV2])
 	if err != nil {
 		return verdict.Measured{}, fmt.Errorf("%d calls to %s: %w", len(results), url, err)
 	}
-	got.Detail += fmt.Sprintf("; %d answers from neither version", other)
 	r.Logf("split: %s", got.Detail)
 	return got, nil
 }
 
-// JudgeSplit decides whether v1/v2 answer counts honour split s: the 95%
-// Wilson interval of v2's share must contain the configured weight and
-// exclude the replica share (50%, one pod each), which is what per-connection
-// L4 balancing gives when no L7 proxy applies the route.
-func JudgeSplit(v1, v2 int64, s fixtures.Split) (verdict.Measured, error) {
+// SplitTally counts the answers of a split's calls by version.
+type SplitTally struct {
+	V1, V2 int64
+}
+
+// CountSplit counts results by the answering version. It fails when fewer
+// than want calls were made, when any call got no 200, or when a 200 came
+// from neither echo-v1 nor echo-v2, naming how many and the first such.
+func CountSplit(results []probe.Result, want int) (SplitTally, error) {
+	var t SplitTally
+	if len(results) < want {
+		return t, fmt.Errorf("%d of %d calls made", len(results), want)
+	}
+	var failed, neither int
+	var firstFailed, firstNeither string
+	for _, res := range results {
+		switch {
+		case res.Outcome != "http-200":
+			failed++
+			if firstFailed == "" {
+				firstFailed = strings.TrimSpace(res.Outcome + " " + res.Detail)
+			}
+		case strings.HasPrefix(debugHost(res.Body), fixtures.CanaryV2Name+"-"):
+			t.V2++
+		case strings.HasPrefix(debugHost(res.Body), fixtures.CanaryV1Name+"-"):
+			t.V1++
+		default:
+			neither++
+			if firstNeither == "" {
+				firstNeither = firstLine(res.Body)
+			}
+		}
+	}
+	var errs []string
+	if failed > 0 {
+		errs = append(errs, fmt.Sprintf("%d of %d calls failed (first: %s)", failed, len(results), firstFailed))
+	}
+	if neither > 0 {
+		errs = append(errs, fmt.Sprintf("%d of %d answers named neither %s nor %s (first: %q)", neither, len(results), fixtures.CanaryV1Name, fixtures.CanaryV2Name, firstNeither))
+	}
+	if len(errs) > 0 {
+		return t, fmt.Errorf("%s: the share of v2 would be judged on the rest only", strings.Join(errs, "; "))
+	}
+	return t, nil
+}
+
+// debugHost is the answering pod's hostname in the first line of fortio's
+// debug page (fhttp.DebugHandler): "Φορτίο version V echo debug server up
+// for D on HOST - request from ADDR". Only that line counts: a header later
+// in the page may name a Service (Host: echo-canary...) but never decides.
+func debugHost(body string) string {
+	line, _, _ := strings.Cut(body, "\n")
+	_, rest, ok := strings.Cut(line, " echo debug server up for ")
+	if !ok {
+		return ""
+	}
+	_, rest, ok = strings.Cut(rest, " on ")
+	if !ok {
+		return ""
+	}
+	host, _, ok := strings.Cut(rest, " - request from ")
+	if !ok {
+		return ""
+	}
+	return host
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if len(s) > 120 {
+		s = s[:120]
+	}
+	return s
+}
+
+// Split outcomes. Inconclusive has no registry outcome: it is left empty so
+// the verdict is inconclusive, with the numbers in Detail.
+const (
+	SplitHonoured    = "honoured"
+	SplitNotHonoured = "not-honoured"
+)
+
+// JudgeSplit decides whether v1/v2 answer counts honour split s, given the
+// ready pods of each version (per-connection L4 balancing, which is what
+// happens when no L7 proxy applies the route, gives v2 its replica share).
+// With the 95% Wilson interval of v2's share:
+//   - honoured: it contains the configured weight and excludes the replica share;
+//   - not honoured: it contains the replica share and excludes the weight;
+//   - inconclusive (empty Outcome): it contains both (too few answers) or
+//     neither (something else decided the share).
+func JudgeSplit(v1, v2 int64, s fixtures.Split, podsV1, podsV2 int) (verdict.Measured, error) {
+	if err := s.Validate(); err != nil {
+		return verdict.Measured{}, err
+	}
+	if podsV1 < 1 || podsV2 < 1 {
+		return verdict.Measured{}, fmt.Errorf("ready canary pods v1=%d v2=%d; a split needs at least one of each", podsV1, podsV2)
+	}
+	weight := float64(s.V2) / float64(s.V1+s.V2)
+	replica := float64(podsV2) / float64(podsV1+podsV2)
+	if weight == replica {
+		return verdict.Measured{}, fmt.Errorf("configured weight %.0f%% equals the replica share (%d:%d pods): honoured and ignored look the same", weight*100, podsV1, podsV2)
+	}
 	n := v1 + v2
 	if n == 0 {
-		return verdict.Measured{}, fmt.Errorf("no answer came from echo-v1 or echo-v2")
+		return verdict.Measured{}, fmt.Errorf("no answer came from %s or %s", fixtures.CanaryV1Name, fixtures.CanaryV2Name)
 	}
 	share, err := stats.Wilson(v2, n, verdict.Confidence)
 	if err != nil {
 		return verdict.Measured{}, err
 	}
-	weight := float64(s.V2) / float64(s.V1+s.V2)
-	out := "not-honoured"
-	if share.CI.Contains(weight) && !share.CI.Contains(0.5) {
-		out = "honoured"
+	hasW, hasR := share.CI.Contains(weight), share.CI.Contains(replica)
+	out, why := "", ""
+	switch {
+	case hasW && !hasR:
+		out = SplitHonoured
+	case hasR && !hasW:
+		out = SplitNotHonoured
+	case hasW && hasR:
+		why = "inconclusive: the interval contains both the weight and the replica share (too few answers); "
+	default:
+		why = "inconclusive: the interval contains neither the weight nor the replica share; "
 	}
 	return verdict.Measured{Outcome: out, Count: verdict.Int64(v2), Total: verdict.Int64(n),
-		Detail: fmt.Sprintf("v2 share %s (configured %.0f%%, replica share 50%%)", share, weight*100)}, nil
+		Detail: fmt.Sprintf("%sv2 share %s (configured %.0f%%, replica share %.0f%% of %d:%d pods)", why, share, weight*100, replica*100, podsV1, podsV2)}, nil
 }
 
 // IngressURL is the in-cluster URL of the mode's ingress Gateway Service
-// (Istio names it <gateway>-istio), waiting until Istio has created it.
+// (Istio names it <gateway>-istio), waiting until istiod has created its
+// Deployment and that has rolled out. The Deployment appears some time after
+// the Gateway is applied, so a first NotFound is waited through.
 func IngressURL(ctx context.Context, r *spec.Run, path string) (string, error) {
 	m, err := Of(r)
 	if err != nil {
 		return "", err
 	}
-	if err := m.K.WaitAvailable(ctx, r.Namespace(), r.Env.Config.Timeouts.WorkloadsReady, fixtures.IngressServiceName); err != nil {
+	if err := m.K.WaitCreatedAvailable(ctx, r.Namespace(), r.Env.Config.Timeouts.GatewayReady, fixtures.IngressServiceName); err != nil {
 		return "", err
 	}
 	svc, err := m.K.Client.CoreV1().Services(r.Namespace()).Get(ctx, fixtures.IngressServiceName, metav1.GetOptions{})

@@ -48,8 +48,9 @@ func Target(r *spec.Run) fixtures.Target {
 }
 
 // Apply applies claim-specific objects for the rest of the spec: they are
-// deleted when the spec ends (pass or fail), so one claim's policy never
-// leaks into the next claim's measurement.
+// deleted when the spec ends (pass or fail), and the undo waits until a
+// probe shows their effect gone (RestoredAfterDelete), so one claim's policy
+// never leaks into the next claim's measurement.
 func Apply(ctx context.Context, r *spec.Run, objs ...client.Object) error {
 	m, err := Of(r)
 	if err != nil {
@@ -59,7 +60,7 @@ func Apply(ctx context.Context, r *spec.Run, objs ...client.Object) error {
 		return err
 	}
 	r.Defer(func(ctx context.Context) error {
-		return m.Applier.Phase(ctx, "delete claim objects of "+r.Claim.ID, func(ctx context.Context) error {
+		if err := m.Applier.Phase(ctx, "delete claim objects of "+r.Claim.ID, func(ctx context.Context) error {
 			var errs []error
 			for i := len(objs) - 1; i >= 0; i-- {
 				if err := client.IgnoreNotFound(m.Applier.Client().Delete(ctx, objs[i])); err != nil {
@@ -67,7 +68,10 @@ func Apply(ctx context.Context, r *spec.Run, objs ...client.Object) error {
 				}
 			}
 			return errors.Join(errs...)
-		})
+		}); err != nil {
+			return err
+		}
+		return restoreAfterDelete(ctx, r, objs)
 	})
 	r.Logf("applied %d claim object(s)", len(objs))
 	return nil

@@ -7,10 +7,13 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
 	wp "github.com/meshclaims/meshclaims/fixtures/workload/probe"
+	"github.com/meshclaims/meshclaims/framework/fortioresult"
+	"github.com/meshclaims/meshclaims/framework/load"
 	"github.com/meshclaims/meshclaims/framework/probe"
 	"github.com/meshclaims/meshclaims/framework/spec"
 )
@@ -93,13 +96,13 @@ func SSEIntervals(ctx context.Context, r *spec.Run, c probe.Client, target strin
 	return s.IntervalsMs, nil
 }
 
-// grpcResult is the part of fortio's gRPC runner result the claims need.
-type grpcResult struct {
-	ActualQPS         float64
-	RetCodes          map[string]int64
-	DurationHistogram struct {
-		Count int64
-		Avg   float64
+// grpcLoadQuery is the REST query of a gRPC ping load, recorded at
+// load.LatencyResolution (its mean and percentiles are the claim).
+func grpcLoadQuery(name, target string, qps float64, conns int, d time.Duration) url.Values {
+	return url.Values{
+		"runner": {"grpc"}, "url": {target}, "ping": {"on"}, "qps": {fmt.Sprint(qps)},
+		"c": {fmt.Sprint(conns)}, "t": {d.String()}, "labels": {name},
+		"r": {strconv.FormatFloat(load.LatencyResolution, 'g', -1, 64)},
 	}
 }
 
@@ -107,19 +110,36 @@ type grpcResult struct {
 // (host:port) and returns the mean latency in ms. It calls the REST API
 // directly: the load engine speaks the HTTP runner's result format only.
 func GRPCLoad(ctx context.Context, r *spec.Run, c probe.Client, name, target string, qps float64, conns int, d time.Duration) (float64, error) {
-	q := url.Values{
-		"runner": {"grpc"}, "url": {target}, "ping": {"on"}, "qps": {fmt.Sprint(qps)},
-		"c": {fmt.Sprint(conns)}, "t": {d.String()}, "r": {"0.0001"}, "labels": {name},
-	}
-	var res grpcResult
-	if err := clientGet(ctx, r, c, "/fortio/rest/run", q, d+2*time.Minute, &res); err != nil {
+	q := grpcLoadQuery(name, target, qps, conns, d)
+	var raw json.RawMessage
+	if err := clientGet(ctx, r, c, "/fortio/rest/run", q, d+2*time.Minute, &raw); err != nil {
 		return 0, err
 	}
-	if res.DurationHistogram.Count == 0 {
-		return 0, fmt.Errorf("gRPC load %s made no calls (codes %v)", name, res.RetCodes)
+	return grpcMeanMs(r, name, raw)
+}
+
+// grpcMeanMs reads a gRPC load's reply with the analyzer's checks (the same
+// as `meshclaims analyze` applies to the kept raw result) and returns its
+// mean latency in ms; calls that were not SERVING and the analyzer's
+// warnings are logged.
+func grpcMeanMs(r *spec.Run, name string, raw []byte) (float64, error) {
+	res, err := fortioresult.Parse("gRPC load "+name, raw)
+	if err != nil {
+		return 0, err
 	}
-	if bad := res.DurationHistogram.Count - res.RetCodes["SERVING"]; bad > 0 {
-		r.Logf("gRPC load %s: %d of %d calls not SERVING (%v)", name, bad, res.DurationHistogram.Count, res.RetCodes)
+	if res.Protocol() != fortioresult.ProtocolGRPC {
+		return 0, fmt.Errorf("gRPC load %s: fortio answered with a %q run, want a gRPC one", name, res.RunType)
 	}
-	return res.DurationHistogram.Avg * 1000, nil
+	s := fortioresult.Summarize(res)
+	if s.Requests == 0 {
+		return 0, fmt.Errorf("gRPC load %s made no calls (codes %v)", name, s.Codes)
+	}
+	if bad := s.Requests - s.Codes[fortioresult.GRPCServing]; bad > 0 {
+		r.Logf("gRPC load %s: %d of %d calls not %s (%v)", name, bad, s.Requests, fortioresult.GRPCServing, s.Codes)
+	}
+	for _, w := range s.Warnings {
+		r.Logf("gRPC load %s: %s", name, w)
+	}
+	r.Logf("gRPC load %s: Little's law %s: %s", name, s.Little.Verdict, s.Little.Reason)
+	return s.MeanMs, nil
 }

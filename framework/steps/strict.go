@@ -23,7 +23,18 @@ func WithoutStrict(ctx context.Context, r *spec.Run) error {
 		return err
 	}
 	r.Defer(func(ctx context.Context) error {
-		return m.Applier.Apply(ctx, fixtures.PeerAuthStrict(Target(r)))
+		if err := m.Applier.Apply(ctx, fixtures.PeerAuthStrict(Target(r))); err != nil {
+			return err
+		}
+		// STRICT is the base set: the next spec needs plaintext refused
+		// and in-mesh calls answered (which also shows no TLS DISABLE rule
+		// of this spec is left), not just the object back.
+		for _, c := range StrictRestored() {
+			if err := WaitRestored(ctx, r, c); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	Settle(ctx, r, r.Env.Config.Timeouts.NetPolSettle, "istiod to push PERMISSIVE")
 	return nil

@@ -4,55 +4,124 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/meshclaims/meshclaims/fixtures"
+	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/spec"
 )
 
-// summary is the part of the kubelet's /stats/summary the claims need.
+// summary is the part of the kubelet's /stats/summary the claims need
+// (k8s.io/kubelet/pkg/apis/stats/v1alpha1 Summary).
 type summary struct {
-	Pods []struct {
-		PodRef struct {
-			Name      string `json:"name"`
-			Namespace string `json:"namespace"`
-		} `json:"podRef"`
-		Containers []struct {
-			Name   string `json:"name"`
-			Memory struct {
-				WorkingSetBytes *uint64 `json:"workingSetBytes"`
-			} `json:"memory"`
-			CPU struct {
-				UsageNanoCores *uint64 `json:"usageNanoCores"`
-			} `json:"cpu"`
-		} `json:"containers"`
-	} `json:"pods"`
+	Pods []podStats `json:"pods"`
+}
+
+type podStats struct {
+	PodRef struct {
+		Name      string `json:"name"`
+		Namespace string `json:"namespace"`
+	} `json:"podRef"`
+	Containers []struct {
+		Name   string `json:"name"`
+		Memory struct {
+			WorkingSetBytes *uint64 `json:"workingSetBytes"`
+		} `json:"memory"`
+		CPU struct {
+			UsageNanoCores *uint64 `json:"usageNanoCores"`
+		} `json:"cpu"`
+	} `json:"containers"`
+}
+
+// IstioNamespace is where the ztunnel DaemonSet runs (framework/istio's default).
+const IstioNamespace = "istio-system"
+
+// Proxy container and pod labels as Istio names them: the injected sidecar,
+// the waypoint's Envoy and ztunnel's container are all called istio-proxy;
+// ztunnel pods are app=ztunnel (its chart), gateway pods (waypoint, ingress)
+// carry the Gateway's name.
+const (
+	proxyContainer = "istio-proxy"
+	ztunnelApp     = "ztunnel"
+)
+
+// ProxyKind says which of mode m's own proxies a container is: "sidecar"
+// (an istio-proxy in a workload pod of namespace ns, sidecar mode),
+// "waypoint" (ns's waypoint, ambient-l7), "ztunnel" (ambient modes), or ""
+// for anything else: gateways (the ingress gateway is an istio-proxy too),
+// other namespaces' sidecars and waypoints, workload containers.
+func ProxyKind(m mode.Mode, ns string, pod *corev1.Pod, container string) string {
+	if pod == nil {
+		return ""
+	}
+	gateway := pod.Labels[LabelGatewayName]
+	switch {
+	case m.Ambient() && pod.Namespace == IstioNamespace && pod.Labels[fixtures.LabelApp] == ztunnelApp:
+		return "ztunnel"
+	case pod.Namespace != ns || container != proxyContainer:
+		return ""
+	case m == mode.AmbientL7 && gateway == fixtures.WaypointName:
+		return "waypoint"
+	case m == mode.Sidecar && gateway == "":
+		return "sidecar"
+	}
+	return ""
+}
+
+// TallyProxies adds up working-set memory (MB) and CPU (vCPU) of mode m's
+// own proxies in namespace ns from kubelet summaries; pods are the API's
+// view (labels), keyed "namespace/name". A summary pod the API does not
+// know (gone since) is not counted.
+func TallyProxies(m mode.Mode, ns string, summaries []summary, pods map[string]*corev1.Pod) map[string]float64 {
+	out := map[string]float64{}
+	for _, s := range summaries {
+		for _, p := range s.Pods {
+			pod := pods[p.PodRef.Namespace+"/"+p.PodRef.Name]
+			for _, c := range p.Containers {
+				kind := ProxyKind(m, ns, pod, c.Name)
+				if kind == "" {
+					continue
+				}
+				out[kind+"_count"]++
+				if c.Memory.WorkingSetBytes != nil {
+					out[kind+"_memory_mb"] += float64(*c.Memory.WorkingSetBytes) / 1e6
+				}
+				if c.CPU.UsageNanoCores != nil {
+					out[kind+"_vcpu"] += float64(*c.CPU.UsageNanoCores) / 1e9
+				}
+			}
+		}
+	}
+	return out
 }
 
 // ProxyUsage measures what REVIEW asked for instead of the budget model:
-// the working-set memory (MB) and CPU (vCPU) of the mesh's proxies, from each
-// node's kubelet summary API: istio-proxy containers (sidecars, waypoints),
-// and ztunnel pods.
+// the working-set memory (MB) and CPU (vCPU) of the run's mode's own
+// proxies, from each node's kubelet summary API: sidecars of the mode's
+// namespace, its waypoint, and the ztunnels (ProxyKind).
 func ProxyUsage(ctx context.Context, r *spec.Run) (map[string]float64, error) {
 	m, err := Of(r)
 	if err != nil {
 		return nil, err
 	}
+	pods := map[string]*corev1.Pod{}
+	for _, ns := range []string{r.Namespace(), IstioNamespace} {
+		list, err := m.K.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("pods of %s: %w", ns, err)
+		}
+		for i := range list.Items {
+			p := &list.Items[i]
+			pods[p.Namespace+"/"+p.Name] = p
+		}
+	}
 	nodes, err := m.K.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]float64{}
-	add := func(kind string, mem *uint64, cpu *uint64) {
-		out[kind+"_count"]++
-		if mem != nil {
-			out[kind+"_memory_mb"] += float64(*mem) / 1e6
-		}
-		if cpu != nil {
-			out[kind+"_vcpu"] += float64(*cpu) / 1e9
-		}
-	}
+	var summaries []summary
 	for _, n := range nodes.Items {
 		raw, err := m.K.Client.CoreV1().RESTClient().Get().Resource("nodes").Name(n.Name).SubResource("proxy", "stats", "summary").DoRaw(ctx)
 		if err != nil {
@@ -62,19 +131,9 @@ func ProxyUsage(ctx context.Context, r *spec.Run) (map[string]float64, error) {
 		if err := json.Unmarshal(raw, &s); err != nil {
 			return nil, fmt.Errorf("kubelet summary of node %s: %w", n.Name, err)
 		}
-		for _, p := range s.Pods {
-			for _, c := range p.Containers {
-				switch {
-				case p.PodRef.Namespace == "istio-system" && strings.HasPrefix(p.PodRef.Name, "ztunnel"):
-					add("ztunnel", c.Memory.WorkingSetBytes, c.CPU.UsageNanoCores)
-				case c.Name == "istio-proxy" && strings.HasPrefix(p.PodRef.Name, "waypoint"):
-					add("waypoint", c.Memory.WorkingSetBytes, c.CPU.UsageNanoCores)
-				case c.Name == "istio-proxy":
-					add("sidecar", c.Memory.WorkingSetBytes, c.CPU.UsageNanoCores)
-				}
-			}
-		}
+		summaries = append(summaries, s)
 	}
-	r.Logf("measured proxy usage: %v", out)
+	out := TallyProxies(r.Mode, r.Namespace(), summaries, pods)
+	r.Logf("measured proxy usage of mode %s: %v", r.Mode, out)
 	return out, nil
 }

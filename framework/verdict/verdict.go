@@ -58,6 +58,13 @@ type Measured struct {
 	Percentiles map[string]float64 `json:"percentiles_ms,omitempty"`
 	// Extra keeps further numbers for the report (sockets, cycles, mean_ms...).
 	Extra map[string]float64 `json:"extra,omitempty"`
+	// At is the value measured at a scale (kubeproxy.service-scale: the
+	// median with N extra Services), beside Value with none.
+	At *claims.AtScale `json:"at,omitempty"`
+	// Reference is the same run's measurement the claim's reference names
+	// (the baseline mode's percentiles, the un-hardened run's rates), kept in
+	// the record so a re-judged report has it.
+	Reference *Measured `json:"reference,omitempty"`
 	// Unmet names a precondition that failed (e.g. networkpolicy-enforcement);
 	// it makes the verdict inconclusive whatever else was measured.
 	Unmet string `json:"unmet,omitempty"`
@@ -98,12 +105,25 @@ func Judge(c *claims.Claim, m mode.Mode, got Measured) Verdict {
 		v.Result, v.Reason = Recorded, "nothing documented for this mode; measured value recorded"
 		return v
 	}
+	ref := c.Reference
+	if ref != nil && ref.Compare == claims.Difference && ref.Mode == m {
+		v.Result, v.Reason = Recorded, fmt.Sprintf("mode %s is the baseline the other modes' differences are taken from; recorded", m)
+		return v
+	}
 	switch c.Metric {
 	case claims.Outcome:
 		v.Result, v.Reason = judgeOutcome(doc, got)
 	case claims.ErrorRate, claims.SuccessRate, claims.DuplicateCount:
 		v.Result, v.Reason = judgeRates(c, doc, got)
+		if ref != nil && ref.Compare == claims.RateRatioOf && ref.AppliesTo(m) {
+			r2, s2 := judgeReduction(c, m, doc, got)
+			v.Result, v.Reason = worst(v.Result, r2), v.Reason+"; "+s2
+		}
 	case claims.LatencyPercentiles, claims.IntervalMs:
+		if ref != nil && ref.Compare == claims.Difference {
+			v.Result, v.Reason = judgeDifferences(c, doc, got)
+			break
+		}
 		v.Result, v.Reason = judgePercentiles(c, doc, got)
 	case claims.RateRatio:
 		v.Result, v.Reason = judgeRatio(c, doc, got)
@@ -111,12 +131,21 @@ func Judge(c *claims.Claim, m mode.Mode, got Measured) Verdict {
 		v.Result, v.Reason = judgeStability(c, got)
 	default:
 		v.Result, v.Reason = judgeScalar(c, doc, got)
+		if doc.At != nil {
+			r2, s2 := judgeGrowth(c, doc, got)
+			v.Result, v.Reason = worst(v.Result, r2), v.Reason+"; "+s2
+		}
 	}
 	return v
 }
 
 func judgeOutcome(doc claims.Value, got Measured) (Result, string) {
 	if got.Outcome == "" {
+		// A detector that could not decide (e.g. a split whose interval
+		// contains both candidate shares) says why in Detail.
+		if got.Detail != "" {
+			return Inconclusive, "no outcome was observed: " + got.Detail
+		}
 		return Inconclusive, "no outcome was observed"
 	}
 	how := ""
@@ -177,6 +206,66 @@ func judgeRate(label string, count, total, docCount, docTotal int64, tol claims.
 	default:
 		return Inconclusive, fmt.Sprintf("%s %s overlaps %s of documented %s [%s, %s] only with its interval", label, p, how, docs, pct(lo), pct(hi))
 	}
+}
+
+// judgeDifferences judges each percentile's difference from the same run's
+// reference mode against the documented difference, so a cluster whose
+// absolute latency differs from the source's can still show the overhead.
+func judgeDifferences(c *claims.Claim, doc claims.Value, got Measured) (Result, string) {
+	ref := c.Reference.Mode
+	docRef := c.Documented[ref]
+	if got.Reference == nil || len(got.Reference.Percentiles) == 0 {
+		return Inconclusive, fmt.Sprintf("no same-run %s percentiles were measured to take differences from", ref)
+	}
+	docDiff, gotDiff := map[string]float64{}, map[string]float64{}
+	for k, d := range doc.Percentiles {
+		b, ok := docRef.Percentiles[k]
+		if !ok {
+			continue
+		}
+		docDiff[k] = d - b
+		if g, ok := got.Percentiles[k]; ok {
+			if gb, ok := got.Reference.Percentiles[k]; ok {
+				gotDiff[k] = g - gb
+			}
+		}
+	}
+	res, s := judgePercentiles(c, claims.Value{Percentiles: docDiff}, Measured{Percentiles: gotDiff})
+	return res, fmt.Sprintf("over %s of the same run, %s", ref, s)
+}
+
+// judgeReduction judges the claim's rate over the reference claim's rate in
+// the same mode and run (e.g. hardened over un-hardened 503s) by its Katz
+// interval, against the reference's band.
+func judgeReduction(c *claims.Claim, m mode.Mode, doc claims.Value, got Measured) (Result, string) {
+	ref := c.Reference
+	label := "ratio to " + ref.Claim
+	rd, ok := ref.Of.DocumentedFor(m)
+	if !ok || rd.Count == nil || rd.Total == nil || doc.Count == nil || doc.Total == nil {
+		return Inconclusive, label + ": the registry documents no reference rate for this mode"
+	}
+	if got.Count == nil || got.Total == nil || *got.Total == 0 {
+		return Inconclusive, label + ": no requests were measured"
+	}
+	if got.Reference == nil || got.Reference.Count == nil || got.Reference.Total == nil || *got.Reference.Total == 0 {
+		return Inconclusive, label + ": no same-run reference run was measured"
+	}
+	a, err := stats.Wilson(*got.Count, *got.Total, Confidence)
+	if err != nil {
+		return Inconclusive, label + ": " + err.Error()
+	}
+	b, err := stats.Wilson(*got.Reference.Count, *got.Reference.Total, Confidence)
+	if err != nil {
+		return Inconclusive, label + ": " + err.Error()
+	}
+	r, err := stats.RateRatio(a, b)
+	if err != nil {
+		return Inconclusive, fmt.Sprintf("%s: %v", label, err)
+	}
+	d := (float64(*doc.Count) / float64(*doc.Total)) / (float64(*rd.Count) / float64(*rd.Total))
+	lo, hi, how := band(d, *ref.Tolerance)
+	return classify(r.Estimate, r.CI.Low, r.CI.High, lo, hi),
+		fmt.Sprintf("%s %s (%d/%d over %d/%d) vs documented %s (%s: [%s, %s])", label, r, *got.Count, *got.Total, *got.Reference.Count, *got.Reference.Total, num(d), how, num(lo), num(hi))
 }
 
 func judgePercentiles(c *claims.Claim, doc claims.Value, got Measured) (Result, string) {
@@ -244,6 +333,28 @@ func judgeScalar(c *claims.Claim, doc claims.Value, got Measured) (Result, strin
 	return r, fmt.Sprintf("%s %s (one run) vs documented %s (%s: [%s, %s])", c.Metric, num(m), num(*doc.Value), how, num(lo), num(hi))
 }
 
+// judgeGrowth judges how much the value grew from none to the documented
+// scale (kubeproxy: new-Service readiness with 10,000 Services minus with
+// none). Growth measured at a smaller scale says nothing about the
+// documented one (it need not be linear), so it is inconclusive.
+func judgeGrowth(c *claims.Claim, doc claims.Value, got Measured) (Result, string) {
+	if got.At == nil || got.Value == nil {
+		return Inconclusive, fmt.Sprintf("growth: no value was measured with %d Services", doc.At.Services)
+	}
+	d := doc.At.Value - *doc.Value
+	m := got.At.Value - *got.Value
+	lo, hi, how := band(d, c.Tolerance)
+	s := fmt.Sprintf("growth to %d Services %s (%s -> %s) vs documented %s at %d (%s: [%s, %s])",
+		got.At.Services, num(m), num(*got.Value), num(got.At.Value), num(d), doc.At.Services, how, num(lo), num(hi))
+	if got.At.Services < doc.At.Services {
+		return Inconclusive, s + ": measured with fewer Services than documented"
+	}
+	if m >= lo && m <= hi {
+		return Reproduced, s
+	}
+	return NotReproduced, s
+}
+
 // judgeStability: Value is the largest relative change under churn.
 func judgeStability(c *claims.Claim, got Measured) (Result, string) {
 	if got.Value == nil || c.Tolerance.Relative == nil {
@@ -287,10 +398,30 @@ func band(d float64, t claims.Tolerance) (lo, hi float64, how string) {
 		widen(d / *t.Factor, d**t.Factor)
 		hows = append(hows, "a factor of "+num(*t.Factor))
 	}
-	if len(hows) == 0 {
+	if len(hows) == 0 && (t.AtLeast != nil || t.AtMost != nil) {
+		// A bound alone is the band: open on the side it does not set.
+		lo, hi = math.Inf(-1), math.Inf(1)
+	}
+	if len(hows) == 0 && t.AtLeast == nil && t.AtMost == nil {
 		hows = []string{"exactly"}
 	}
-	return lo, hi, strings.Join(hows, " or ")
+	var bounds []string
+	if t.AtLeast != nil {
+		lo = math.Max(lo, *t.AtLeast)
+		bounds = append(bounds, "at least "+num(*t.AtLeast))
+	}
+	if t.AtMost != nil {
+		hi = math.Min(hi, *t.AtMost)
+		bounds = append(bounds, "at most "+num(*t.AtMost))
+	}
+	how = strings.Join(hows, " or ")
+	if len(bounds) > 0 {
+		if how != "" {
+			how += ", "
+		}
+		how += strings.Join(bounds, " and ")
+	}
+	return lo, hi, how
 }
 
 var severity = map[Result]int{Reproduced: 0, Recorded: 0, Inconclusive: 1, NotReproduced: 2}

@@ -159,10 +159,12 @@ func TestMain(m *testing.M) {
 func TestBadFlagsFailFast(t *testing.T) {
 	bin := e2eBinary(t)
 	cases := map[string][]string{
-		`unknown mode "bogus"`:                            {"-mode=bogus"},
-		`accepted: none, sidecar, ambient-l4, ambient-l7`: {"-mode=bogus"},
-		`-provider="minikube" is not known`:               {"-provider=minikube"},
-		`-duration-scale=-1 must be in (0, 10]`:           {"-duration-scale=-1"},
+		`unknown mode "bogus"`:                                                 {"-mode=bogus"},
+		`accepted: none, sidecar, ambient-l4, ambient-l7`:                      {"-mode=bogus"},
+		`-provider="minikube" is not known`:                                    {"-provider=minikube"},
+		`-duration-scale=-1 must be in (0, 10]`:                                {"-duration-scale=-1"},
+		`-kind-node-image="kindest/node@sha256:bad" is not an image reference`: {"-kind-node-image=kindest/node@sha256:bad"},
+		`-istio-values="/nonexistent/values.yaml"`:                             {"-istio-values=/nonexistent/values.yaml"},
 	}
 	for want, args := range cases {
 		results := t.TempDir()
@@ -182,29 +184,70 @@ func TestBadFlagsFailFast(t *testing.T) {
 
 // Without a container engine the kind provider fails at once, names the
 // alternatives, and the run still leaves a report saying nothing was measured.
+// The absence is made, not found: the run's PATH holds only what each case
+// puts there, so the test means the same with Docker running, with Podman
+// installed, with a docker CLI whose daemon is down, or with none, and never
+// starts kind or pulls an image.
 func TestKindWithoutEngineFailsFastWithReport(t *testing.T) {
-	if _, err := exec.Command("docker", "info").CombinedOutput(); err == nil {
-		t.Skip("a container engine runs here; this test is about its absence")
-	}
 	bin := e2eBinary(t)
-	results := t.TempDir()
-	out, err := exec.Command(bin, "-mode=none", "-provider=kind", "-results="+results, "-run-id=nokind").CombinedOutput()
-	if err == nil {
-		t.Fatalf("run without a container engine passed:\n%s", out)
+	cases := map[string]func(t *testing.T, dir string) []string{
+		"no engine": func(t *testing.T, dir string) []string { return nil },
+		"docker CLI without daemon": func(t *testing.T, dir string) []string {
+			// The CLI answers `docker -v` (all kind's own detection
+			// checks); everything needing the daemon fails as the real
+			// CLI does.
+			script := "#!/bin/sh\n[ \"$1\" = -v ] && { echo 'Docker version 99.0.0, build fake'; exit 0; }\n" +
+				"echo 'Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?' >&2\nexit 1\n"
+			if err := os.WriteFile(filepath.Join(dir, "docker"), []byte(script), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			return []string{"Cannot connect to the Docker daemon"}
+		},
 	}
-	for _, want := range []string{"no container engine", "-provider=existing", "A BeforeSuite node failed"} {
-		if !strings.Contains(string(out), want) {
-			t.Errorf("output lacks %q:\n%s", want, out)
+	for name, prepare := range cases {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			wantWhy := prepare(t, dir)
+			results := t.TempDir()
+			cmd := exec.Command(bin, "-mode=none", "-provider=kind", "-results="+results, "-run-id=nokind")
+			cmd.Env = onlyOnPath(dir)
+			out, err := cmd.CombinedOutput()
+			if err == nil {
+				t.Fatalf("run without a container engine passed:\n%s", out)
+			}
+			for _, want := range append(wantWhy, "no container engine", "-provider=existing", "A BeforeSuite node failed") {
+				if !strings.Contains(string(out), want) {
+					t.Errorf("output lacks %q:\n%s", want, out)
+				}
+			}
+			if strings.Contains(string(out), "Ensuring node image") || strings.Contains(string(out), "Creating cluster") {
+				t.Errorf("kind started creating a cluster:\n%s", out)
+			}
+			md, err := os.ReadFile(filepath.Join(results, "nokind", "report.md"))
+			if err != nil {
+				t.Fatalf("no report after a failed set-up: %v", err)
+			}
+			if !strings.Contains(string(md), "## Not measured in this run") || !strings.Contains(string(md), "`latency.percentiles` (none)") {
+				t.Fatalf("report.md:\n%s", md)
+			}
+			if _, err := os.Stat(filepath.Join(results, "nokind", "junit.xml")); err != nil {
+				t.Fatalf("no junit.xml: %v", err)
+			}
+		})
+	}
+}
+
+// onlyOnPath is this process's environment with PATH set to dir alone and
+// the variables that choose or redirect a container engine removed.
+func onlyOnPath(dir string) []string {
+	env := []string{"PATH=" + dir}
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		switch k {
+		case "PATH", "KIND_EXPERIMENTAL_PROVIDER", "DOCKER_HOST", "DOCKER_CONTEXT", "CONTAINER_HOST", "CONTAINER_CONNECTION":
+			continue
 		}
+		env = append(env, kv)
 	}
-	md, err := os.ReadFile(filepath.Join(results, "nokind", "report.md"))
-	if err != nil {
-		t.Fatalf("no report after a failed set-up: %v", err)
-	}
-	if !strings.Contains(string(md), "## Not measured in this run") || !strings.Contains(string(md), "`latency.percentiles` (none)") {
-		t.Fatalf("report.md:\n%s", md)
-	}
-	if _, err := os.Stat(filepath.Join(results, "nokind", "junit.xml")); err != nil {
-		t.Fatalf("no junit.xml: %v", err)
-	}
+	return env
 }

@@ -1,41 +1,20 @@
 package mtls
 
 import (
-	"context"
-	"fmt"
-
-	"github.com/meshclaims/meshclaims/fixtures"
 	"github.com/meshclaims/meshclaims/framework/spec"
 	"github.com/meshclaims/meshclaims/framework/steps"
-	"github.com/meshclaims/meshclaims/framework/verdict"
 )
 
 // Needs: at least two meshed modes deployed side by side in this run.
-// Scenario: in this mode's namespace plaintext is refused and in-mesh calls
-// succeed, while the other modes' namespaces run in the same cluster.
-// Expectation: verified (each namespace enforces STRICT on its own).
+// Policy: each namespace's own STRICT PeerAuthentication (base set).
+// Scenario: this mode's in-mesh client calls every other meshed mode's echo
+// and their clients call this mode's echo (sidecar <-> ambient); plaintext
+// from outside the mesh calls this mode's echo pod.
+// Expectation: verified (every cross-mode call 200, plaintext refused).
 var _ = spec.Declare(spec.Def{
 	Claim:    "mtls.mixed-namespaces",
 	Area:     "mtls",
-	Scenario: "STRICT holds per namespace with other meshed modes in the same cluster",
+	Scenario: "in-mesh calls across the meshed modes' namespaces both ways under STRICT; plaintext refused",
 	Needs:    []spec.Need{steps.NeedMeshedModes(2)},
-	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measured, error) {
-		podURL, err := steps.EchoPodURL(ctx, r, fixtures.EchoHTTPPort)
-		if err != nil {
-			return verdict.Measured{}, err
-		}
-		plain, err := steps.Probe(ctx, r, steps.Outside(), podURL)
-		if err != nil {
-			return verdict.Measured{}, err
-		}
-		inMesh, err := steps.Probe(ctx, r, steps.InMesh(r), steps.EchoURL(r))
-		if err != nil {
-			return verdict.Measured{}, err
-		}
-		detail := fmt.Sprintf("plaintext: %s; in-mesh: %s; modes side by side: %v", plain.Outcome, inMesh.Outcome, r.Env.Config.Modes)
-		if plain.Outcome == "no-http-response" && inMesh.Outcome == "http-200" {
-			return verdict.Measured{Outcome: "verified", Detail: detail}, nil
-		}
-		return verdict.Measured{Outcome: "not verified", Detail: detail}, nil
-	},
+	Measure:  steps.MixedNamespaces,
 })

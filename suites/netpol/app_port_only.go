@@ -21,6 +21,6 @@ var _ = spec.Declare(spec.Def{
 	Scenario: "NetworkPolicy ingress TCP 8080 only; client -> echo:8080",
 	Needs:    []spec.Need{steps.NeedNetPol},
 	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measured, error) {
-		return steps.UnderNetPol(ctx, r, fixtures.NetpolAppPort(steps.Target(r)), steps.EchoURL(r))
+		return steps.UnderNetPol(ctx, r, fixtures.NetpolAppPort(steps.Target(r), r.Mode), steps.EchoURL(r))
 	},
 })

@@ -17,6 +17,6 @@ var _ = spec.Declare(spec.Def{
 	Scenario: "NetworkPolicy ingress TCP 8080 + 15008; client -> echo:8080",
 	Needs:    []spec.Need{steps.NeedNetPol},
 	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measured, error) {
-		return steps.UnderNetPol(ctx, r, fixtures.NetpolAppPortAndHBONE(steps.Target(r)), steps.EchoURL(r))
+		return steps.UnderNetPol(ctx, r, fixtures.NetpolAppPortAndHBONE(steps.Target(r), r.Mode), steps.EchoURL(r))
 	},
 })

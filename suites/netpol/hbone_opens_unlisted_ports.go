@@ -19,6 +19,6 @@ var _ = spec.Declare(spec.Def{
 	Scenario: "NetworkPolicy ingress TCP 15008 only; client -> echo:8080 (unlisted)",
 	Needs:    []spec.Need{steps.NeedNetPol},
 	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measured, error) {
-		return steps.UnderNetPol(ctx, r, fixtures.NetpolHBONE(steps.Target(r)), steps.EchoURL(r))
+		return steps.UnderNetPol(ctx, r, fixtures.NetpolHBONE(steps.Target(r), r.Mode), steps.EchoURL(r))
 	},
 })

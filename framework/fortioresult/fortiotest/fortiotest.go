@@ -1,7 +1,7 @@
-// Package fortiotest produces REAL fortio HTTP results for tests: it starts
-// fortio's own echo handler on 127.0.0.1, drives it with fortio's own HTTP
-// runner (fhttp.RunHTTPTest), and writes the result as `fortio load -json`
-// does. Tests of anything that reads fortio files (fortioresult, reports, the
+// Package fortiotest produces REAL fortio HTTP and gRPC results for tests:
+// it starts fortio's own echo handler (or gRPC ping server) on 127.0.0.1,
+// drives it with fortio's own runner (fhttp.RunHTTPTest, fgrpc.RunGRPCTest),
+// and writes the result as `fortio load -json` does. Tests of anything that reads fortio files (fortioresult, reports, the
 // analyze command) use it instead of hand-written JSON, so they break if
 // fortio's format or numbers change.
 //
@@ -20,9 +20,11 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sync"
 	"testing"
 	"time"
 
+	"fortio.org/fortio/fgrpc"
 	"fortio.org/fortio/fhttp"
 	"fortio.org/fortio/periodic"
 	"fortio.org/log"
@@ -52,6 +54,11 @@ type Config struct {
 	// Quiet lowers fortio's log level to Critical during the run, so expected
 	// connection errors do not flood the test output.
 	Quiet bool
+	// Streams is the gRPC streams per connection (fortio -s); 0 means 1.
+	Streams int
+	// GRPCHealth, if set, makes a gRPC run call the standard health service
+	// with this service name instead of fortio's ping.
+	GRPCHealth string
 }
 
 // Option changes a Config.
@@ -90,6 +97,13 @@ func WithLabels(l string) Option { return func(c *Config) { c.Labels = l } }
 
 // WithDir writes the result file into dir instead of t.TempDir().
 func WithDir(dir string) Option { return func(c *Config) { c.Dir = dir } }
+
+// WithStreams sets the gRPC streams per connection (fortio -s).
+func WithStreams(n int) Option { return func(c *Config) { c.Streams = n } }
+
+// WithGRPCHealth makes a gRPC run a health check of service (e.g.
+// GRPCHealthDown for NOT_SERVING answers) instead of ping.
+func WithGRPCHealth(service string) Option { return func(c *Config) { c.GRPCHealth = service } }
 
 // WithQuiet lowers fortio's log level during the run.
 func WithQuiet() Option { return func(c *Config) { c.Quiet = true } }
@@ -210,9 +224,9 @@ func RunConfig(cfg Config) (*fhttp.HTTPRunnerResults, error) {
 
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 
-// WriteResult writes res into dir as fortio's CLI does (json.MarshalIndent,
-// two spaces) and returns the file's path.
-func WriteResult(dir, labels string, res *fhttp.HTTPRunnerResults) (string, error) {
+// WriteResult writes res (an HTTP or gRPC result) into dir as fortio's CLI
+// does (json.MarshalIndent, two spaces) and returns the file's path.
+func WriteResult(dir, labels string, res periodic.HasRunnerResult) (string, error) {
 	data, err := json.MarshalIndent(res, "", "  ")
 	if err != nil {
 		return "", fmt.Errorf("marshalling fortio result: %w", err)
@@ -237,3 +251,108 @@ func WriteResult(dir, labels string, res *fhttp.HTTPRunnerResults) (string, erro
 
 // ensure the runner type is the one fortio's CLI uses.
 var _ periodic.HasRunnerResult = (*fhttp.HTTPRunnerResults)(nil)
+
+// GRPCHealthDown is the health service fortio's ping server reports as
+// NOT_SERVING (fgrpc.PingServer registers "<name>_down" so).
+const GRPCHealthDown = fgrpc.DefaultHealthServiceName + "_down"
+
+// pingServer is fortio's own gRPC ping and health server (fgrpc.PingServer)
+// on 127.0.0.1, started once per test binary: fgrpc gives no handle to stop
+// it, and it is stateless, so every gRPC run shares it.
+var pingServer = sync.OnceValues(func() (string, error) {
+	addr := fgrpc.PingServer("127.0.0.1:0", fgrpc.DefaultHealthServiceName, 0, &fhttp.TLSOptions{})
+	if addr == nil {
+		return "", errors.New("fgrpc.PingServer could not listen on 127.0.0.1 (see fortio's log)")
+	}
+	return addr.String(), nil
+})
+
+// RunGRPC performs one real fortio gRPC run (fgrpc.RunGRPCTest, what
+// `fortio load -grpc` and the REST API's runner=grpc do) against fortio's
+// ping server on 127.0.0.1 and writes the result as `fortio load -json`
+// does. With WithGRPCHealth it calls the standard health service instead of
+// ping. Status and KillBackendAfter do not apply to gRPC and are refused.
+func RunGRPC(t testing.TB, opts ...Option) (path string, res *fgrpc.GRPCRunnerResults) {
+	t.Helper()
+	cfg := defaults()
+	for _, o := range opts {
+		o(&cfg)
+	}
+	res, err := RunGRPCConfig(cfg)
+	if err != nil {
+		t.Fatalf("fortiotest: %v", err)
+	}
+	dir := cfg.Dir
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	path, err = WriteResult(dir, cfg.Labels, res)
+	if err != nil {
+		t.Fatalf("fortiotest: %v", err)
+	}
+	return path, res
+}
+
+// RunGRPCConfig is RunGRPC without testing.TB: it returns fortio's result
+// and writes nothing.
+func RunGRPCConfig(cfg Config) (*fgrpc.GRPCRunnerResults, error) {
+	switch {
+	case cfg.Connections < 1:
+		return nil, fmt.Errorf("connections %d: must be >= 1", cfg.Connections)
+	case cfg.Duration <= 0:
+		return nil, fmt.Errorf("duration %v: must be > 0", cfg.Duration)
+	case cfg.QPS < 0:
+		return nil, fmt.Errorf("qps %v: must be >= 0 (0 = max)", cfg.QPS)
+	case cfg.Status != "":
+		return nil, fmt.Errorf("status %q: the gRPC ping server has no status injection (use WithGRPCHealth(%q) for NOT_SERVING)", cfg.Status, GRPCHealthDown)
+	case cfg.KillBackendAfter > 0:
+		return nil, errors.New("kill-backend-after: not supported for gRPC runs (fortio's ping server cannot be stopped)")
+	}
+	var delay time.Duration
+	if cfg.Delay != "" {
+		d, err := time.ParseDuration(cfg.Delay)
+		if err != nil || d < 0 {
+			return nil, fmt.Errorf("delay %q: accepted: a Go duration >= 0 such as \"2ms\" (sent as the ping's delay)", cfg.Delay)
+		}
+		if cfg.GRPCHealth != "" && d > 0 {
+			return nil, fmt.Errorf("delay %q: only the ping service delays; a health check (%q) cannot", cfg.Delay, cfg.GRPCHealth)
+		}
+		delay = d
+	}
+	addr, err := pingServer()
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Quiet {
+		prev := log.SetLogLevelQuiet(log.Critical)
+		defer log.SetLogLevelQuiet(prev)
+	}
+	o := fgrpc.GRPCRunnerOptions{}
+	o.Destination = addr
+	o.UsePing = cfg.GRPCHealth == ""
+	o.Service = cfg.GRPCHealth
+	o.Delay = delay
+	o.Streams = cfg.Streams
+	o.QPS = cfg.QPS
+	if cfg.QPS == 0 {
+		o.QPS = -1 // fortio: negative = max speed
+	}
+	o.Duration = cfg.Duration
+	o.NumThreads = cfg.Connections
+	o.Resolution = cfg.Resolution
+	o.Percentiles = cfg.Percentiles
+	if o.Percentiles == nil {
+		o.Percentiles = DefaultPercentiles
+	}
+	o.Labels = cfg.Labels
+	o.Out = io.Discard
+	o.AllowInitialErrors = true // a NOT_SERVING health check is the point of that run
+	res, err := fgrpc.RunGRPCTest(&o)
+	if err != nil {
+		return nil, fmt.Errorf("fortio gRPC run against %s: %w", addr, err)
+	}
+	return res, nil
+}
+
+// ensure the gRPC runner's result is one fortio's CLI writes.
+var _ periodic.HasRunnerResult = (*fgrpc.GRPCRunnerResults)(nil)

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/meshclaims/meshclaims/framework/report"
+)
+
+// runDiff compares two runs' results.json. Exit status: 0 compared (and
+// nothing matched --fail-on), 1 --fail-on matched, 2 usage or the runs
+// cannot be compared (different registries or schema versions, unreadable).
+func runDiff(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("diff", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	asJSON := fs.Bool("json", false, "print the comparison as JSON")
+	failOn := fs.String("fail-on", "none", "exit 1 on: `none`, regression (a verdict got worse or a rate rose beyond its interval), change (anything but no change)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	switch *failOn {
+	case "none", "regression", "change":
+	default:
+		fmt.Fprintf(stderr, "diff: --fail-on=%q: accepted: none, regression, change\n", *failOn)
+		return 2
+	}
+	if fs.NArg() != 2 {
+		fmt.Fprintln(stderr, "usage: meshclaims diff [--json] [--fail-on=regression] OLD NEW   (results directories or results.json files)")
+		return 2
+	}
+	var runs [2]*report.Results
+	for i, p := range fs.Args() {
+		if st, err := os.Stat(p); err == nil && st.IsDir() {
+			p = filepath.Join(p, "results.json")
+		}
+		res, err := report.LoadResults(p)
+		if err != nil {
+			fmt.Fprintf(stderr, "diff: cannot compare: %v\n", err)
+			return 2
+		}
+		runs[i] = res
+	}
+	d, err := report.Compare(runs[0], runs[1])
+	if err != nil {
+		fmt.Fprintln(stderr, "diff:", err)
+		return 2
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(d); err != nil {
+			fmt.Fprintln(stderr, "diff:", err)
+			return 2
+		}
+	} else {
+		d.Text(stdout)
+	}
+	switch {
+	case *failOn == "regression" && d.Regressions() > 0:
+		fmt.Fprintf(stderr, "diff: %d regression(s)\n", d.Regressions())
+		return 1
+	case *failOn == "change" && len(d.Comparisons) > d.Counts[report.NoChange]:
+		fmt.Fprintf(stderr, "diff: %d change(s)\n", len(d.Comparisons)-d.Counts[report.NoChange])
+		return 1
+	}
+	return 0
+}

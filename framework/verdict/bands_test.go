@@ -1,0 +1,135 @@
+package verdict
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/meshclaims/meshclaims/framework/claims"
+)
+
+// Every claim's documented value passes its own band (a band that rejects
+// the source's own number is broken), and where the source says two modes
+// differ, neither mode's documented value passes the other's band and their
+// headline bands do not meet: no one measurement can pass as both.
+func TestBandsDiscriminate(t *testing.T) {
+	reg := registry(t)
+	for _, c := range reg.Claims {
+		for _, m := range c.JudgedDocumented() {
+			got, _ := AsMeasured(c, m)
+			if v := Judge(c, m, got); v.Result != Reproduced {
+				t.Errorf("%s [%s]: the documented value does not pass its own band: %s: %s", c.ID, m, v.Result, v.Reason)
+			}
+		}
+		for _, msg := range crossPasses(c) {
+			t.Error(msg)
+		}
+		for _, msg := range Overlaps(c) {
+			t.Error(msg)
+		}
+	}
+}
+
+// crossPasses judges each mode's documented value in every mode of another
+// distinct group.
+func crossPasses(c *claims.Claim) []string {
+	if c.Distinct == nil {
+		return nil
+	}
+	var out []string
+	for _, a := range c.JudgedDocumented() {
+		got, _ := AsMeasured(c, a)
+		for _, b := range c.JudgedDocumented() {
+			if c.Distinct.Group(a) == c.Distinct.Group(b) {
+				continue
+			}
+			if v := Judge(c, b, got); v.Result == Reproduced {
+				out = append(out, c.ID+": "+string(a)+"'s documented value passes "+string(b)+"'s band: "+v.Reason)
+			}
+		}
+	}
+	return out
+}
+
+// The registry before issue 14, claim by claim, with only the distinct
+// groups added that the check needs: the check must fire on each.
+const overlappingBands = `version: 1
+sources:
+  GUIDE: {title: t, file: f, platform: p}
+  REVIEW: {title: t, file: f, platform: p}
+claims:
+  - id: latency.percentiles
+    title: steady-state latency percentiles, 200 qps, 16 connections, 60 s
+    source: {doc: GUIDE, section: "3. Latency, T5"}
+    kind: measurement
+    metric: latency_percentiles_ms
+    modes: [none, sidecar, ambient-l4, ambient-l7]
+    documented:
+      none: {percentiles_ms: {"50": 0.82, "75": 1.33, "90": 1.73, "99": 1.97, "99.9": 2.00}}
+      sidecar: {percentiles_ms: {"50": 2.11, "75": 2.60, "90": 2.89, "99": 3.91, "99.9": 8.00}}
+      ambient-l4: {percentiles_ms: {"50": 0.86, "75": 1.34, "90": 1.74, "99": 1.98, "99.9": 2.93}}
+      ambient-l7: {percentiles_ms: {"50": 2.68, "75": 3.06, "90": 3.63, "99": 3.98, "99.9": 7.67}}
+    distinct: {groups: [[none, ambient-l4], [sidecar, ambient-l7]], text: "added for the test"}
+    tolerance:
+      absolute: 1.0
+      why: "GUIDE measured on EKS m7g nodes; absolute latency differs per cluster."
+  - id: rollout.baseline
+    title: 503 and no-response (-1) rates during repeated rollout restarts under 100 qps
+    source: {doc: GUIDE, section: "4. Zero-downtime rollout, T1"}
+    kind: measurement
+    metric: error_rate
+    modes: [none, sidecar, ambient-l4, ambient-l7]
+    documented:
+      sidecar: {count: 324, total: 60000, socket_errors: 2, sockets: 350, cycles: 42}
+      ambient-l4: {count: 0, total: 60000, socket_errors: 195, sockets: 1652, cycles: 64}
+      ambient-l7: {count: 1528, total: 59913, socket_errors: 84, sockets: 2486, cycles: 65, mean_ms: 50.4}
+    distinct: {groups: [[sidecar], [ambient-l4], [ambient-l7]], text: "added for the test"}
+    tolerance:
+      factor: 3
+      max_rate: 0.001
+      why: "rates from one 600 s run per mode"
+  - id: resources.budget-model
+    title: 100 pods, sidecars vs ambient (10 ztunnels + 1 waypoint) memory and CPU budget
+    source: {doc: REVIEW, section: "resource budget model"}
+    kind: model
+    metric: resource_budget
+    modes: [sidecar, ambient-l7]
+    documented:
+      sidecar: {value: 5000}
+      ambient-l7: {value: 700}
+    distinct: {groups: [[sidecar], [ambient-l7]], text: "added for the test"}
+    tolerance:
+      factor: 3
+      why: "a factor of 3 keeps 5,000 MB apart from 700 MB"
+`
+
+func TestBandsDiscriminateFiresOnOverlappingBands(t *testing.T) {
+	reg, err := claims.Parse([]byte(overlappingBands), "old.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"latency.percentiles":    "P50 bands of none [-0.18, 1.82] and sidecar [1.11, 3.11] overlap",
+		"rollout.baseline":       "rate bands of sidecar [0.0018, 0.0162] and ambient-l7 [0.008501, 0.07651] overlap",
+		"resources.budget-model": "value bands of sidecar [1667, 1.5e+04] and ambient-l7 [233.3, 2100] overlap",
+	}
+	for id, w := range want {
+		got := strings.Join(Overlaps(reg.MustGet(id)), "\n")
+		if !strings.Contains(got, w) {
+			t.Errorf("%s: overlaps %q do not contain %q", id, got, w)
+		}
+	}
+	// Cross-passing documented values fire too (constructed: a factor of 8
+	// lets 5,000 MB and 700 MB into each other's bands).
+	wide := strings.Replace(overlappingBands, "      factor: 3\n      why: \"a factor", "      factor: 8\n      why: \"a factor", 1)
+	if wide == overlappingBands {
+		t.Fatal("the constructed claim did not change")
+	}
+	reg, err = claims.Parse([]byte(wide), "old.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(crossPasses(reg.MustGet("resources.budget-model")), "\n"); !strings.Contains(got, "sidecar's documented value passes ambient-l7's band") ||
+		!strings.Contains(got, "ambient-l7's documented value passes sidecar's band") {
+		t.Errorf("cross-pass check did not fire: %q", got)
+	}
+}

@@ -1,0 +1,53 @@
+package verdict
+
+import (
+	"github.com/meshclaims/meshclaims/framework/claims"
+	"github.com/meshclaims/meshclaims/framework/mode"
+	"github.com/meshclaims/meshclaims/framework/stats"
+)
+
+// AsMeasured is what a spec would record had it measured exactly the value
+// the claim documents for mode m, including the documented reference (the
+// baseline mode's value, or the reference claim's value for m). It lets
+// tests judge one mode's documented value in another mode's band: a band
+// that passes both cannot tell the modes apart.
+func AsMeasured(c *claims.Claim, m mode.Mode) (Measured, bool) {
+	doc, ok := c.DocumentedFor(m)
+	if !ok {
+		return Measured{}, false
+	}
+	got := fromValue(doc)
+	if c.Metric == claims.RateRatio && doc.Value != nil {
+		// Exactly the documented ratio: an interval of zero width.
+		v := *doc.Value
+		got.Ratio = &stats.RatioEstimate{Estimate: v, CI: stats.Interval{Low: v, High: v}, Confidence: Confidence}
+	}
+	if r := c.Reference; r != nil {
+		var ref claims.Value
+		switch {
+		case r.Compare == claims.Difference:
+			ref, ok = c.DocumentedFor(r.Mode)
+		case r.Compare == claims.RateRatioOf && r.Of != nil:
+			ref, ok = r.Of.DocumentedFor(m)
+		default:
+			ok = false
+		}
+		if ok {
+			rm := fromValue(ref)
+			got.Reference = &rm
+		}
+	}
+	return got, true
+}
+
+func fromValue(v claims.Value) Measured {
+	return Measured{
+		Outcome:     v.Outcome,
+		Count:       v.Count,
+		Total:       v.Total,
+		NoResponse:  v.Unanswered,
+		Value:       v.Value,
+		Percentiles: v.Percentiles,
+		At:          v.At,
+	}
+}
