@@ -132,19 +132,19 @@ $(BIN)/kube-router/kube-router: cmd/kube-router/go.mod cmd/kube-router/go.sum
 # First, on this host, the proxyv2 image's own checks (its tree's Envoy and
 # pilot-agent run; upstream Envoy takes istiod's sidecar configuration with
 # upstream-envoy's settings and rejects it without). Then the provider's own
-# test; istiod built from source (make
+# tests (its node's namespaces among them); istiod built from source (make
 # istio-images) on the local cluster with its webhook, injection and CA
-# checks (framework/istiod); and the Istio modes' scenario steps
+# checks and istio-cni in ambient mode with its clean-up (framework/istiod); and the Istio modes' scenario steps
 # (gRPC, download, SSE, canary split, churn, proxy usage, T2 orders) driven
 # against the real cluster in the no-mesh namespace.
 e2e-local: k8s-bin kube-router local-deps istio-images ## the none-mode specs on a local single-node cluster (root)
 	@charts="$(ISTIO_CHARTS)"; test -n "$$charts" || { echo "cannot download $(ISTIO_MODULE) for Istio's charts"; exit 1; }; \
 	KUBEBUILDER_ASSETS=$(BIN)/k8s MESHCLAIMS_REQUIRE_APISERVER=1 MESHCLAIMS_ISTIO_CHARTS=$$charts MESHCLAIMS_ENVOY_WHEELS=$(ENVOY_WHEELS) \
 		$(GO) test -count=1 -v -timeout 20m -run 'TestRealProxyImage|TestUpstreamEnvoyAcceptsIstiodConfig' ./framework/istioimages/ ./framework/istio/
-	MESHCLAIMS_LOCAL=1 $(GO) test -count=1 -timeout 20m -run TestLocalClusterEndToEnd ./framework/localk8s/
+	MESHCLAIMS_LOCAL=1 $(GO) test -count=1 -timeout 20m -run 'TestLocalClusterEndToEnd|TestLocalNodeNamespace' ./framework/localk8s/
 	@charts="$(ISTIO_CHARTS)"; test -n "$$charts" || { echo "cannot download $(ISTIO_MODULE) for Istio's charts"; exit 1; }; \
 	MESHCLAIMS_LOCAL=1 MESHCLAIMS_ISTIO_IMAGES=$(ISTIO_IMAGES) MESHCLAIMS_ISTIO_CHARTS=$$charts \
-		$(GO) test -count=1 -v -timeout 30m -run TestIstiodOnLocalCluster ./framework/istiod/
+		$(GO) test -count=1 -v -timeout 30m -run 'TestIstiodOnLocalCluster|TestIstioCNIAmbientOnLocalCluster' ./framework/istiod/
 	MESHCLAIMS_LOCAL=1 $(GO) test -count=1 -timeout 30m -run TestStepsOnLocalCluster ./framework/steps/
 	rm -rf results/$(E2E_LOCAL_RUN)
 	$(GO) test ./e2e -count=1 -v -timeout 60m -mode=none -provider=local -duration-scale=$(E2E_LOCAL_SCALE) \
