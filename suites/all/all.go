@@ -6,6 +6,7 @@ import (
 	_ "github.com/meshclaims/meshclaims/suites/authz"
 	_ "github.com/meshclaims/meshclaims/suites/canary"
 	_ "github.com/meshclaims/meshclaims/suites/kubeproxy"
+	_ "github.com/meshclaims/meshclaims/suites/l7"
 	_ "github.com/meshclaims/meshclaims/suites/latency"
 	_ "github.com/meshclaims/meshclaims/suites/mtls"
 	_ "github.com/meshclaims/meshclaims/suites/netpol"
