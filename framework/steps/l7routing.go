@@ -71,3 +71,22 @@ func orInconclusive(outcome string) string {
 	}
 	return outcome
 }
+
+// pathToV2 is the path route's judged set: every call to /debug to echo-v2.
+var pathToV2 = fixtures.Split{V1: 0, V2: 100}
+
+// PathRouting calls echo-canary's debug path from client c (one set: only
+// that page names the answering pod) and judges v2's share against the
+// route's 100% and the replica share.
+func PathRouting(ctx context.Context, r *spec.Run, c probe.Client, url string) (verdict.Measured, error) {
+	tally, pods, err := SplitCalls(ctx, r, c, url)
+	if err != nil {
+		return verdict.Measured{}, err
+	}
+	got, err := JudgeSplit(tally.V1, tally.V2, pathToV2, pods.V1, pods.V2)
+	if err != nil {
+		return verdict.Measured{}, fmt.Errorf("path routing on %s: %w", url, err)
+	}
+	r.Logf("path routing: %s", got.Detail)
+	return got, nil
+}

@@ -61,3 +61,38 @@ func TestJudgeHeaderRouting(t *testing.T) {
 		t.Errorf("no v2 pod: %v", err)
 	}
 }
+
+// The path route's single set judged as l7.path-routing: all to v2 is
+// honoured, the replica share is not; each wrong way round fails.
+func TestPathRoutingJudged(t *testing.T) {
+	root, err := repo.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := claims.Load(filepath.Join(root, "testdata", "claims.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := reg.MustGet("l7.path-routing")
+	cases := []struct {
+		name   string
+		tally  SplitTally
+		m      mode.Mode
+		result verdict.Result
+	}{
+		{"waypoint applies the route", SplitTally{0, 200}, mode.AmbientL7, verdict.Reproduced},
+		{"ztunnel: replica share", SplitTally{106, 94}, mode.AmbientL4, verdict.Reproduced},
+		{"a sidecar that ignores the path", SplitTally{99, 101}, mode.Sidecar, verdict.NotReproduced},
+		{"ztunnel routing by path", SplitTally{0, 200}, mode.AmbientL4, verdict.NotReproduced},
+		{"the prefix rule taking /debug", SplitTally{200, 0}, mode.Sidecar, verdict.Inconclusive},
+	}
+	for _, k := range cases {
+		got, err := JudgeSplit(k.tally.V1, k.tally.V2, pathToV2, 1, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v := verdict.Judge(c, k.m, got); v.Result != k.result {
+			t.Errorf("%s [%s]: %s (%s), want %s", k.name, k.m, v.Result, v.Reason, k.result)
+		}
+	}
+}
