@@ -8,6 +8,7 @@ import (
 	_ "github.com/meshclaims/meshclaims/suites/kubeproxy"
 	_ "github.com/meshclaims/meshclaims/suites/l7"
 	_ "github.com/meshclaims/meshclaims/suites/latency"
+	_ "github.com/meshclaims/meshclaims/suites/method"
 	_ "github.com/meshclaims/meshclaims/suites/mtls"
 	_ "github.com/meshclaims/meshclaims/suites/netpol"
 	_ "github.com/meshclaims/meshclaims/suites/resources"
