@@ -76,7 +76,8 @@ FORCE:
 # (pilot; install-cni on Debian's iptables packages), named
 # $(ISTIO_HUB)/<image>:$(ISTIO_VERSION), with images.json listing digests.
 istio-images: $(ISTIO_IMAGES)/images.json ## pack Istio's images as archives under bin/istio/images
-$(ISTIO_IMAGES)/images.json: $(addprefix $(BIN)/istio/,$(ISTIO_BINS)) cmd/istioimages/*.go framework/istioimages/*.go framework/images/*.go
+$(ISTIO_IMAGES)/images.json: $(addprefix $(BIN)/istio/,$(ISTIO_BINS)) \
+		$(filter-out %_test.go,$(wildcard cmd/istioimages/*.go framework/istioimages/*.go framework/images/*.go))
 	$(GO) run ./cmd/istioimages -bin $(BIN)/istio -out $(ISTIO_IMAGES) -cache $(BIN)/istio/debian \
 		-hub $(ISTIO_HUB) -tag $(ISTIO_VERSION) -revision $(ISTIO_COMMIT)
 
