@@ -18,7 +18,7 @@ ISTIO_CHARTS = $(shell $(GO) mod download -json $(ISTIO_MODULE) | sed -n 's/^[[:
 MODE ?= ambient-l4
 E2E_FLAGS ?=
 
-.PHONY: all test fmt-check vet k8s-bin istio-bin envoy-wheel istio-images kube-router local-deps e2e e2e-dry-run e2e-local bench clean help
+.PHONY: report-browser all test fmt-check vet k8s-bin istio-bin envoy-wheel istio-images kube-router local-deps e2e e2e-dry-run e2e-local bench clean help
 
 all: test
 
@@ -151,6 +151,14 @@ e2e-local: k8s-bin kube-router local-deps istio-images ## the none-mode specs on
 	$(GO) test ./e2e -count=1 -v -timeout 60m -mode=none -provider=local -duration-scale=$(E2E_LOCAL_SCALE) \
 		-fail-on=error -results=$(CURDIR)/results -run-id=$(E2E_LOCAL_RUN)
 	$(GO) run ./cmd/meshclaims report --complete results/$(E2E_LOCAL_RUN)
+
+# report-browser opens the local run's report.html in headless Chromium
+# (Debian's package, installed here when missing) and checks what a person
+# sees: the summary, the plots, no request to any other host.
+report-browser: ## open the local run's report.html in headless Chromium (root: installs chromium)
+	@command -v chromium >/dev/null || { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; }
+	MESHCLAIMS_BROWSER=1 MESHCLAIMS_BROWSER_RESULTS=$(CURDIR)/results/$(E2E_LOCAL_RUN) \
+		$(GO) test -count=1 -v -run TestHTMLReportInHeadlessChromium ./framework/report/
 
 e2e-dry-run: ## list the specs a mode runs, with their claim ids: make e2e-dry-run MODE=all
 	$(GO) test ./e2e -count=1 -v -mode=$(MODE) -args -ginkgo.dry-run -ginkgo.v
