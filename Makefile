@@ -157,8 +157,9 @@ e2e-local: k8s-bin kube-router local-deps istio-images ## the none-mode specs on
 # sees: the summary, the plots, no request to any other host.
 report-browser: ## open the local run's report.html in headless Chromium (root: installs chromium)
 	@command -v chromium >/dev/null || { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; }
+	mkdir -p $(CURDIR)/results/browser
 	MESHCLAIMS_BROWSER=1 MESHCLAIMS_BROWSER_RESULTS=$(CURDIR)/results/$(E2E_LOCAL_RUN) \
-		$(GO) test -count=1 -v -run TestHTMLReportInHeadlessChromium ./framework/report/
+		$(GO) test -count=1 -v -run TestHTMLReportInHeadlessChromium -artifacts -outputdir $(CURDIR)/results/browser ./framework/report/
 
 e2e-dry-run: ## list the specs a mode runs, with their claim ids: make e2e-dry-run MODE=all
 	$(GO) test ./e2e -count=1 -v -mode=$(MODE) -args -ginkgo.dry-run -ginkgo.v
