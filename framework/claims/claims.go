@@ -58,11 +58,12 @@ const (
 	Stability          Metric = "stability"              // spread of throughput/latency under churn
 	SuccessRate        Metric = "success_rate"           // share of requests answered 200
 	CostShare          Metric = "cost_share"             // a part of a latency overhead as a share of the whole (0..1)
+	FailureRate        Metric = "failure_rate"           // requests the client saw fail after the mesh's retries, of those sent
 )
 
 var metrics = []Metric{Outcome, LatencyPercentiles, LatencyOverhead, LatencyMean, ErrorRate,
 	RateRatio, DuplicateCount, Throughput, Bandwidth, IntervalMs, TimeToReady, ResourceBudget,
-	QueriesPerCore, Stability, SuccessRate, CostShare}
+	QueriesPerCore, Stability, SuccessRate, CostShare, FailureRate}
 
 // Outcomes a probe can observe; requirement claims name one per mode.
 var outcomes = []string{

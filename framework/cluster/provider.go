@@ -148,9 +148,9 @@ type IstioValuer interface {
 // IstioValues fits Istio to the local single-node cluster: one istiod
 // without autoscaling and with small requests (two shared cores), and
 // istio-cni chained onto the node's own CNI configuration and plugin
-// directories (the state directory's net.d and the Debian plugins'
-// directory), with the network namespaces where containerd 1.6's CRI plugin
-// keeps them under netns_mounts_under_state_dir.
+// directories (both in the state directory; the plugins' are links to the
+// Debian plugins), with the network namespaces where the node's containerd
+// keeps them, and a small ztunnel.
 func (l *localProvider) IstioValues() map[string]map[string]any {
 	c := l.Config()
 	return map[string]map[string]any{
@@ -160,10 +160,15 @@ func (l *localProvider) IstioValues() map[string]map[string]any {
 			"resources":        map[string]any{"requests": map[string]any{"cpu": "100m", "memory": "256Mi"}},
 		},
 		"cni": {
-			"cniBinDir":   c.CNIBinDir,
-			"cniConfDir":  c.Layout().CNIConfDir(),
-			"cniNetnsDir": filepath.Join(c.Layout().ContainerdState(), "io.containerd.grpc.v1.cri", "netns"),
+			"cniBinDir":  c.Layout().CNIBinDir(),
+			"cniConfDir": c.Layout().CNIConfDir(),
+			// Where containerd keeps the pods' netns in the node's mount
+			// namespace (a tmpfs of the node's own; localk8s.NodeRunDirs).
+			"cniNetnsDir": "/var/run/netns",
 			"resources":   map[string]any{"requests": map[string]any{"cpu": "50m", "memory": "64Mi"}},
+		},
+		"ztunnel": {
+			"resources": map[string]any{"requests": map[string]any{"cpu": "50m", "memory": "64Mi"}},
 		},
 	}
 }

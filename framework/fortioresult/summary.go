@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 
 	"github.com/meshclaims/meshclaims/framework/stats"
@@ -285,11 +286,25 @@ func littleOf(r *Result, h *Histogram, resolution float64, src ResolutionSource,
 	if err != nil {
 		requested = 0 // "max" (or unreadable): treat as unlimited, i.e. saturated
 	}
-	c := stats.LittlesLaw(r.NumThreads, r.ActualQPS, requested, h.Avg, p50, resolution, LittleTolerance)
-	reason, lawReason, histReason := c.Reason, c.LawReason, c.HistogramReason
+	// Little's law needs connections, throughput and the exact mean, not
+	// the histogram: a file whose buckets do not reveal their resolution
+	// (gRPC files record none, and a tight distribution fits two dividers)
+	// is still judged by the law, while its histogram check stays unknown
+	// and the run is not OK.
+	judged := resolution
 	if src == ResolutionUnknown {
-		reason = "histogram resolution could not be determined from the file; " + reason
+		judged = math.SmallestNonzeroFloat64
+	}
+	c := stats.LittlesLaw(r.NumThreads, r.ActualQPS, requested, h.Avg, p50, judged, LittleTolerance)
+	reason, lawReason, histReason := c.Reason, c.LawReason, c.HistogramReason
+	ok := c.OK()
+	if src == ResolutionUnknown {
 		histReason = "histogram resolution could not be determined from the file"
+		reason = histReason + "; " + lawReason
+		if c.Err != nil {
+			reason = histReason + "; " + c.Err.Error()
+		}
+		c.CoarseHistogram, ok = false, false
 	}
 	if err != nil && !errors.Is(err, ErrMaxQPS) {
 		reason = err.Error() + ", treated as unlimited; " + reason
@@ -298,7 +313,7 @@ func littleOf(r *Result, h *Histogram, resolution float64, src ResolutionSource,
 		}
 	}
 	return c, LittleLaw{
-		OK:              c.OK(),
+		OK:              ok,
 		Verdict:         c.Law(),
 		LawReason:       lawReason,
 		HistogramReason: histReason,

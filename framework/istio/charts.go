@@ -198,6 +198,20 @@ func Values(c Chart, o Options, user map[string]any) map[string]any {
 	if c == ChartBase {
 		v["defaultRevision"] = "default"
 	}
+	if o.ExactImages {
+		ref := func(image string) string { return o.Hub + "/" + image + ":" + o.ImageTag() }
+		switch c {
+		case ChartIstiod:
+			v["image"] = ref("pilot")
+			g := v["global"].(map[string]any)
+			g["proxy"] = map[string]any{"image": ref("proxyv2")}
+			g["proxy_init"] = map[string]any{"image": ref("proxyv2")}
+		case ChartCNI:
+			v["image"] = ref("install-cni")
+		case ChartZtunnel:
+			v["image"] = ref("ztunnel")
+		}
+	}
 	if cv := o.ClusterValues[c]; cv != nil {
 		v = mergeValues(v, deepCopyValues(cv))
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/storage/driver"
@@ -87,6 +88,39 @@ func (i *Installer) Install(ctx context.Context) error {
 		}
 	}
 	return i.VerifyVersion(ctx)
+}
+
+// InstallCharts installs only the given charts of o.Profile, in the
+// profile's order, each waiting for its workloads; it verifies nothing
+// else. A check of one part (istio-cni in ambient mode without ztunnel,
+// whose image no registry this project builds from ships) uses it.
+func (i *Installer) InstallCharts(ctx context.Context, only ...Chart) error {
+	charts, err := ChartsFor(i.opts.Profile)
+	if err != nil {
+		return err
+	}
+	for _, c := range only {
+		if !slices.Contains(charts, c) {
+			return fmt.Errorf("istio: chart %s is not part of profile %s (%v)", c, i.opts.Profile, charts)
+		}
+	}
+	user, err := LoadValuesFile(i.opts.ValuesFile)
+	if err != nil {
+		return err
+	}
+	crds, err := i.InstallGatewayAPICRDs(ctx)
+	i.GatewayCRDs = crds
+	if err != nil {
+		return err
+	}
+	for _, c := range charts {
+		if slices.Contains(only, c) {
+			if err := i.installChart(ctx, c, user[c]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // installChart installs chart c, or upgrades its release when it exists

@@ -146,6 +146,13 @@ type Options struct {
 	// local provider: its CNI directories, one small istiod), merged under
 	// the ValuesFile's.
 	ClusterValues map[Chart]map[string]any
+	// ExactImages says Istio's images are named exactly <Hub>/<image>:<Tag>
+	// (image archives packed that way), without the variant a profile
+	// selects (ambient's distroless). The charts then get full image
+	// references, which they use as given: a variant cannot be cleared
+	// through values, since the charts merge the profile with
+	// mustMergeOverwrite, which skips empty strings.
+	ExactImages bool
 	// Proxy is the Envoy build the proxyv2 image carries; empty is
 	// ProxyIstio. ProxyUpstreamEnvoy adds UpstreamEnvoyIstiodValues to
 	// istiod's values.

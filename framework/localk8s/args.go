@@ -14,6 +14,16 @@ type Component struct {
 	Args []string
 	// StopTimeout is how long Stop waits after SIGTERM before SIGKILL.
 	StopTimeout int
+	// InNode marks a node component: Start runs it in the node's
+	// namespaces (see nodeinit.go).
+	InNode bool
+	// Argv0 replaces argv[0] ("" keeps Path); Cloneflags are clone(2)
+	// namespace flags. Both are the node init's.
+	Argv0      string
+	Cloneflags uintptr
+	// SignalGroup makes Stop signal the process group (nsenter and the
+	// component it forked into the node's namespaces), not the leader only.
+	SignalGroup bool
 }
 
 // Component names, in start order.
@@ -98,10 +108,10 @@ func Components(c Config) []Component {
 			"--authorization-kubeconfig=" + l.Kubeconfig("scheduler"),
 			"--bind-address=127.0.0.1",
 		}},
-		{Name: Containerd, Path: c.Containerd, StopTimeout: 10, Args: []string{
+		{Name: Containerd, Path: c.Containerd, StopTimeout: 10, InNode: true, Args: []string{
 			"--config=" + l.ConfFile("containerd.toml"),
 		}},
-		{Name: Kubelet, Path: k8s(Kubelet), StopTimeout: 5, Args: []string{
+		{Name: Kubelet, Path: k8s(Kubelet), StopTimeout: 5, InNode: true, Args: []string{
 			"--config=" + l.ConfFile("kubelet.yaml"),
 			"--kubeconfig=" + l.Kubeconfig("kubelet"),
 			"--root-dir=" + l.KubeletRoot(),
@@ -109,12 +119,12 @@ func Components(c Config) []Component {
 			"--node-ip=" + node,
 			"--v=1",
 		}},
-		{Name: KubeProxy, Path: k8s(KubeProxy), StopTimeout: 5, Args: []string{
+		{Name: KubeProxy, Path: k8s(KubeProxy), StopTimeout: 5, InNode: true, Args: []string{
 			"--config=" + l.ConfFile("kube-proxy.yaml"),
 		}},
 	}
 	if !c.DisableNetworkPolicy {
-		comps = append(comps, Component{Name: KubeRouter, Path: c.KubeRouterBinary, StopTimeout: 5, Args: KubeRouterArgs(c)})
+		comps = append(comps, Component{Name: KubeRouter, Path: c.KubeRouterBinary, StopTimeout: 5, InNode: true, Args: KubeRouterArgs(c)})
 	}
 	return comps
 }

@@ -37,9 +37,14 @@ type Cluster struct {
 	// Timings records how long each Start phase took, for reports.
 	Timings []Timing
 
-	mu      sync.Mutex
-	started bool
+	mu          sync.Mutex
+	started     bool
+	nodeInitPID int
 }
+
+// NodeInitPID is the host PID of the node's init (0 before Start): PID 1
+// of the node's PID namespace, whose mount namespace is the node's.
+func (k *Cluster) NodeInitPID() int { return k.nodeInitPID }
 
 // Timing is one Start phase's duration.
 type Timing struct {
@@ -92,7 +97,7 @@ func CheckHost(c Config) error {
 			missing = append(missing, p)
 		}
 	}
-	for _, prog := range []string{"iptables", "iptables-save", "iptables-restore", "ip6tables", "ipset", "ip", "conntrack"} {
+	for _, prog := range []string{"iptables", "iptables-save", "iptables-restore", "ip6tables", "ipset", "ip", "conntrack", "nsenter"} {
 		if _, err := exec.LookPath(prog); err != nil {
 			missing = append(missing, prog)
 		}
@@ -203,6 +208,12 @@ func (k *Cluster) Start(ctx context.Context) (err error) {
 	if err := saveHostPaths(c); err != nil {
 		return err
 	}
+	if err := saveRootPropagation(c); err != nil {
+		return err
+	}
+	if err := linkCNIPlugins(c); err != nil {
+		return err
+	}
 	for key, v := range ChangedSysctls {
 		if err := setSysctl(key, v); err != nil {
 			return fmt.Errorf("localk8s: sysctl %s=%s: %w", key, v, err)
@@ -253,9 +264,16 @@ func (k *Cluster) Start(ctx context.Context) (err error) {
 	}
 
 	comps := Components(c)
+	initPID := 0
 	start := func(name string) error {
 		for _, comp := range comps {
 			if comp.Name == name {
+				if comp.InNode {
+					if initPID == 0 {
+						return fmt.Errorf("localk8s: %s is a node component, started before the node init", name)
+					}
+					comp = InNode(comp, initPID)
+				}
 				_, err := k.sup.Start(comp)
 				return err
 			}
@@ -280,10 +298,26 @@ func (k *Cluster) Start(ctx context.Context) (err error) {
 		return err
 	}
 	mark("kube-apiserver ready")
-	for _, n := range []string{KubeControllerManager, KubeScheduler, Containerd} {
+	for _, n := range []string{KubeControllerManager, KubeScheduler} {
 		if err := start(n); err != nil {
 			return err
 		}
+	}
+	initComp, err := NodeInitComponent(c)
+	if err != nil {
+		return err
+	}
+	initProc, err := k.sup.Start(initComp)
+	if err != nil {
+		return err
+	}
+	if err := waitNodeInit(ctx, initProc, c); err != nil {
+		return err
+	}
+	initPID = initProc.Cmd.Process.Pid
+	k.nodeInitPID = initPID
+	if err := start(Containerd); err != nil {
+		return err
 	}
 	if err := k.waitFor(ctx, Containerd, 60*time.Second, func(ctx context.Context) error {
 		_, err := run(ctx, c.Ctr, "--address", l.ContainerdSocket(), "version")
@@ -535,11 +569,37 @@ func (k *Cluster) Delete(ctx context.Context) error {
 	wipeErr := Wipe(ctx, k.cfg)
 	k.started = false
 	k.rest = nil
+	k.nodeInitPID = 0
 	if wipeErr != nil {
 		return wipeErr
 	}
 	if stopErr != nil {
 		k.logf("local: %v", stopErr)
+	}
+	return nil
+}
+
+// linkCNIPlugins fills the node's CNI plugin directory (in the state
+// directory) with links to the OS packages' plugins: istio-cni's installer
+// writes its plugin there, and the host's plugin directory stays as the
+// package left it.
+func linkCNIPlugins(c Config) error {
+	dir := c.Layout().CNIBinDir()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	entries, err := os.ReadDir(c.CNIBinDir)
+	if err != nil {
+		return fmt.Errorf("localk8s: CNI plugins: %w", err)
+	}
+	for _, e := range entries {
+		link := filepath.Join(dir, e.Name())
+		if _, err := os.Lstat(link); err == nil {
+			continue
+		}
+		if err := os.Symlink(filepath.Join(c.CNIBinDir, e.Name()), link); err != nil {
+			return err
+		}
 	}
 	return nil
 }

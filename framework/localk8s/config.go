@@ -222,6 +222,7 @@ func (l Layout) KubeletRoot() string        { return filepath.Join(l.Root, "kube
 func (l Layout) PodLogs() string            { return filepath.Join(l.Root, "pod-logs") }
 func (l Layout) CNIConfDir() string         { return filepath.Join(l.Root, "cni", "net.d") }
 func (l Layout) CNIDataDir() string         { return filepath.Join(l.Root, "cni", "ipam") }
+func (l Layout) CNIBinDir() string          { return filepath.Join(l.Root, "cni", "bin") }
 func (l Layout) Images() string             { return filepath.Join(l.Root, "images") }
 func (l Layout) AdminKubeconfig() string    { return filepath.Join(l.PKI(), "admin.kubeconfig") }
 func (l Layout) Kubeconfig(c string) string { return filepath.Join(l.PKI(), c+".kubeconfig") }

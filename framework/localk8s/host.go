@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -26,7 +27,8 @@ type HostState struct {
 	// Mounts are mount points with their filesystem type.
 	Mounts []Mount
 	// IPTables holds `<binary>-save` output by binary name
-	// ("iptables", "ip6tables"); a binary that fails is absent.
+	// ("iptables", "ip6tables", and their -legacy twins where installed);
+	// a binary that fails is absent.
 	IPTables map[string]string
 	// IPSets are the names `ipset list -n` prints.
 	IPSets []string
@@ -48,6 +50,10 @@ type HostState struct {
 	// LogLinks are /var/log/containers entries pointing into the state
 	// directory (the kubelet writes them there whatever its config says).
 	LogLinks []string
+	// RootPropagation is the propagation kind of the host's / now;
+	// SavedRootPropagation what it was before the first Start ("": not
+	// recorded). The node's namespace must leave it as it was.
+	RootPropagation, SavedRootPropagation string
 	// DeadShimSockets are socket files in /run/containerd/s that nobody
 	// listens on: shims killed before they could remove them.
 	DeadShimSockets []string
@@ -57,7 +63,10 @@ type HostState struct {
 // (device-plugins socket, /var/log/containers links), libcni (result cache)
 // and containerd's shims (their sockets) create at fixed places. The wipe
 // removes those that did not exist before the first Start.
-var HostPaths = []string{"/run/containerd", "/var/lib/cni", "/var/lib/kubelet", "/var/log/containers"}
+//
+// NodeRunDirs are among them: the node init creates them as mount points
+// for its own tmpfs, and on the host they stay empty directories.
+var HostPaths = append([]string{"/run/containerd", "/var/lib/cni", "/var/lib/kubelet", "/var/log/containers"}, NodeRunDirs...)
 
 const (
 	containerLogDir = "/var/log/containers"
@@ -145,6 +154,9 @@ type HostProcess struct {
 // Mount is one mount point.
 type Mount struct {
 	Target, FSType string
+	// Propagation is the mount's propagation kind (see PropagationKind):
+	// "shared", "slave", "shared,slave", "unbindable" or "private".
+	Propagation string
 }
 
 // Link is one network interface.
@@ -161,6 +173,21 @@ var ChangedSysctls = map[string]string{
 	"net/bridge/bridge-nf-call-ip6tables": "1",
 }
 
+// KeepRecords fills in the records of the host before the first Start
+// (saved sysctls, host paths, propagation of /) from an earlier observation
+// where s has none, e.g. after the state directory that held them is gone.
+func (s *HostState) KeepRecords(earlier HostState) {
+	if s.SavedSysctls == nil {
+		s.SavedSysctls = earlier.SavedSysctls
+	}
+	if s.HostPathsBefore == nil {
+		s.HostPathsBefore = earlier.HostPathsBefore
+	}
+	if s.SavedRootPropagation == "" {
+		s.SavedRootPropagation = earlier.SavedRootPropagation
+	}
+}
+
 // Observe reads the host's current state as far as the wipe of c cares.
 func Observe(ctx context.Context, c Config) (HostState, error) {
 	var s HostState
@@ -173,7 +200,12 @@ func Observe(ctx context.Context, c Config) (HostState, error) {
 		errs = append(errs, err)
 	}
 	s.IPTables = map[string]string{}
-	for _, bin := range []string{"iptables", "ip6tables"} {
+	// The legacy backend too, where installed: istio-cni picks the backend
+	// it finds rules in, which may not be the host's default.
+	for _, bin := range []string{"iptables", "ip6tables", "iptables-legacy", "ip6tables-legacy"} {
+		if _, err := exec.LookPath(bin + "-save"); err != nil {
+			continue
+		}
 		out, err := run(ctx, bin+"-save")
 		if err == nil {
 			s.IPTables[bin] = out
@@ -198,6 +230,12 @@ func Observe(ctx context.Context, c Config) (HostState, error) {
 	s.HostPathsNow = existingHostPaths()
 	s.HostPathsBefore = readHostPathsBefore(c)
 	s.LogLinks = listLogLinks(c)
+	for _, m := range s.Mounts {
+		if m.Target == "/" {
+			s.RootPropagation = m.Propagation // the last (top) mount on / counts
+		}
+	}
+	s.SavedRootPropagation = readSavedRootPropagation(c)
 	s.DeadShimSockets = listDeadShimSockets()
 	return s, errors.Join(errs...)
 }
@@ -277,9 +315,37 @@ func ParseMountinfo(r interface{ Read([]byte) (int, error) }) ([]Mount, error) {
 		if len(fields) < 5 || sep < 0 || sep+1 >= len(fields) {
 			return nil, fmt.Errorf("localk8s: malformed mountinfo line %q", sc.Text())
 		}
-		out = append(out, Mount{Target: unescapeMount(fields[4]), FSType: fields[sep+1]})
+		out = append(out, Mount{Target: unescapeMount(fields[4]), FSType: fields[sep+1], Propagation: PropagationKind(fields[6:sep])})
 	}
 	return out, sc.Err()
+}
+
+// PropagationKind names a mount's propagation from mountinfo's optional
+// fields ("shared:1", "master:3", "propagate_from:2", "unbindable"); peer
+// group numbers are left out, since a restored mount gets a new one.
+func PropagationKind(optional []string) string {
+	var shared, slave, unbindable bool
+	for _, f := range optional {
+		switch tag, _, _ := strings.Cut(f, ":"); tag {
+		case "shared":
+			shared = true
+		case "master":
+			slave = true
+		case "unbindable":
+			unbindable = true
+		}
+	}
+	switch {
+	case unbindable:
+		return "unbindable"
+	case shared && slave:
+		return "shared,slave"
+	case shared:
+		return "shared"
+	case slave:
+		return "slave"
+	}
+	return "private"
 }
 
 // unescapeMount undoes mountinfo's octal escapes (\040 for a space...).
@@ -383,4 +449,63 @@ func readSavedSysctls(c Config) (map[string]string, error) {
 
 func setSysctl(key, value string) error {
 	return os.WriteFile(filepath.Join("/proc/sys", key), []byte(value), 0o644)
+}
+
+const savedRootPropagationFile = "host-root-propagation"
+
+// saveRootPropagation records the propagation of the host's / once per state
+// directory (a rerun after a crash must not record a changed one).
+func saveRootPropagation(c Config) error {
+	path := filepath.Join(c.StateDir, savedRootPropagationFile)
+	if _, err := os.Stat(path); err == nil {
+		return nil
+	}
+	mounts, err := listMounts()
+	if err != nil {
+		return err
+	}
+	kind := ""
+	for _, m := range mounts {
+		if m.Target == "/" {
+			kind = m.Propagation
+		}
+	}
+	if kind == "" {
+		return errors.New("localk8s: / is not in this process's mountinfo")
+	}
+	return os.WriteFile(path, []byte(kind+"\n"), 0o644)
+}
+
+// SaveHostMounts records what the wipe restores of the host's mounts (the
+// propagation of /) in c's state directory, as Start does.
+func SaveHostMounts(c Config) error {
+	if err := os.MkdirAll(c.StateDir, 0o755); err != nil {
+		return err
+	}
+	return saveRootPropagation(c)
+}
+
+func readSavedRootPropagation(c Config) string {
+	b, err := os.ReadFile(filepath.Join(c.StateDir, savedRootPropagationFile))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// propagationFlags are mount(2)'s flags that set each propagation kind on
+// one mount (not recursively: the host's submounts keep theirs).
+var propagationFlags = map[string]uintptr{
+	"private":    syscall.MS_PRIVATE,
+	"shared":     syscall.MS_SHARED,
+	"slave":      syscall.MS_SLAVE,
+	"unbindable": syscall.MS_UNBINDABLE,
+}
+
+func setRootPropagation(kind string) error {
+	flags, ok := propagationFlags[kind]
+	if !ok {
+		return fmt.Errorf("localk8s: cannot restore propagation %q of / (a slave's master is gone); set it by hand", kind)
+	}
+	return syscall.Mount("", "/", "", flags, "")
 }

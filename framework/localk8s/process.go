@@ -1,12 +1,15 @@
 package localk8s
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -91,6 +94,9 @@ func (s *Supervisor) Start(comp Component) (*Process, error) {
 	}
 	fmt.Fprintf(logf, "=== %s: starting %s %q\n", time.Now().Format(time.RFC3339), comp.Path, comp.Args)
 	cmd := exec.Command(comp.Path, comp.Args...)
+	if comp.Argv0 != "" {
+		cmd.Args[0] = comp.Argv0
+	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Env = append(os.Environ(), "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
 	cmd.SysProcAttr = &syscall.SysProcAttr{
@@ -98,7 +104,8 @@ func (s *Supervisor) Start(comp Component) (*Process, error) {
 		// Own process group: a terminal's Ctrl-C reaches the test process,
 		// which then stops the components in order, rather than every
 		// component at once.
-		Setpgid: true,
+		Setpgid:    true,
+		Cloneflags: comp.Cloneflags,
 	}
 	if err := startOnLockedThread(cmd); err != nil {
 		logf.Close()
@@ -129,7 +136,25 @@ func (s *Supervisor) Stop(p *Process) error {
 	if done, _ := p.Exited(); done {
 		return nil
 	}
-	_ = p.Cmd.Process.Signal(syscall.SIGTERM)
+	signal := func(sig syscall.Signal) {
+		if !p.SignalGroup {
+			_ = p.Cmd.Process.Signal(sig)
+			return
+		}
+		// nsenter dies at once on SIGTERM (it forwards nothing) while its
+		// child, the component, would still be shutting down: SIGTERM the
+		// child, whose exit ends nsenter; SIGKILL the whole group.
+		if sig == syscall.SIGTERM {
+			if kids := childrenOf(p.Cmd.Process.Pid); len(kids) > 0 {
+				for _, k := range kids {
+					_ = syscall.Kill(k, sig)
+				}
+				return
+			}
+		}
+		_ = syscall.Kill(-p.Cmd.Process.Pid, sig)
+	}
+	signal(syscall.SIGTERM)
 	timeout := time.Duration(p.StopTimeout) * time.Second
 	if timeout <= 0 {
 		timeout = 10 * time.Second
@@ -139,7 +164,7 @@ func (s *Supervisor) Stop(p *Process) error {
 		return nil
 	case <-time.After(timeout):
 	}
-	_ = p.Cmd.Process.Kill()
+	signal(syscall.SIGKILL)
 	select {
 	case <-p.done:
 		return fmt.Errorf("localk8s: %s (pid %d) ignored SIGTERM for %s and was killed", p.Name, p.Cmd.Process.Pid, timeout)
@@ -179,4 +204,30 @@ func (s *Supervisor) forget(p *Process) {
 			return
 		}
 	}
+}
+
+// childrenOf lists the host PIDs whose parent is pid (from /proc/*/stat).
+func childrenOf(pid int) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, e := range entries {
+		child, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces and parentheses.
+		rest := string(b[bytes.LastIndexByte(b, ')')+1:])
+		f := strings.Fields(rest)
+		if len(f) > 1 && f[1] == strconv.Itoa(pid) {
+			out = append(out, child)
+		}
+	}
+	return out
 }

@@ -61,9 +61,11 @@ state = {{ q .State }}
   address = {{ q .TTRPC }}
 [plugins."io.containerd.grpc.v1.cri"]
   sandbox_image = {{ q .Sandbox }}
-  # Network namespaces live under the state directory, where the wipe finds
-  # them, not in /var/run/netns where other software keeps its own.
-  netns_mounts_under_state_dir = true
+  # Network namespaces go to /var/run/netns, which in the node's mount
+  # namespace is a tmpfs of the node's own (see nodeinit.go): the host's
+  # /run/netns never sees them, and istio-cni's agent finds them under its
+  # /host/var/run/netns mount at the path the CNI plugin reports.
+  netns_mounts_under_state_dir = false
   enable_cdi = false
   # Hosts without CAP_SYS_RESOURCE (this kind of VM) fail every sandbox
   # with "can't get final child's PID from pipe: EOF" unless containerd
@@ -93,7 +95,7 @@ func ContainerdConfig(c Config) ([]byte, error) {
 	data := map[string]string{
 		"Root": l.ContainerdRoot(), "State": l.ContainerdState(),
 		"Socket": l.ContainerdSocket(), "TTRPC": l.ContainerdSocket() + ".ttrpc",
-		"Sandbox": SandboxImage, "Opt": filepath.Join(l.Root, "containerd", "opt"), "RuncRoot": filepath.Join(l.Root, "containerd", "runc"), "Runc": c.Runc, "CNIBin": c.CNIBinDir, "CNIConf": l.CNIConfDir(),
+		"Sandbox": SandboxImage, "Opt": filepath.Join(l.Root, "containerd", "opt"), "RuncRoot": filepath.Join(l.Root, "containerd", "runc"), "Runc": c.Runc, "CNIBin": l.CNIBinDir(), "CNIConf": l.CNIConfDir(),
 	}
 	var b bytes.Buffer
 	err := containerdTemplate.Execute(&b, data)

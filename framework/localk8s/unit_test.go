@@ -150,8 +150,8 @@ func TestConfigFiles(t *testing.T) {
 	ctrd := string(files["containerd.toml"])
 	for _, want := range []string{
 		"restrict_oom_score_adj = true", `sandbox_image = "docker.io/meshclaims/pause:local"`,
-		"netns_mounts_under_state_dir = true", `root = "/var/lib/meshclaims-local/unit/containerd/root"`,
-		"SystemdCgroup = false", `bin_dir = "/usr/lib/cni"`, `conf_dir = "/var/lib/meshclaims-local/unit/cni/net.d"`,
+		"netns_mounts_under_state_dir = false", `root = "/var/lib/meshclaims-local/unit/containerd/root"`,
+		"SystemdCgroup = false", `bin_dir = "/var/lib/meshclaims-local/unit/cni/bin"`, `conf_dir = "/var/lib/meshclaims-local/unit/cni/net.d"`,
 		`path = "/var/lib/meshclaims-local/unit/containerd/opt"`,
 	} {
 		if !strings.Contains(ctrd, want) {
@@ -325,10 +325,10 @@ func TestPlanWipe(t *testing.T) {
 			{PID: 22, Argv: []string{"/repo/bin/k8s/kubelet", "--root-dir=" + state + "/kubelet"}},
 		},
 		Mounts: []Mount{
-			{"/", "ext4"}, {state + "/kubelet", "ext4"},
-			{state + "/kubelet/pods/u/volumes/kubernetes.io~projected/token", "tmpfs"},
-			{state + "/containerd/state/io.containerd.grpc.v1.cri/netns/cni-1", "nsfs"},
-			{"/var/lib/meshclaims-local/unit2/kubelet", "ext4"}, // another cluster's state dir sharing the prefix
+			{"/", "ext4", "private"}, {state + "/kubelet", "ext4", "shared"},
+			{state + "/kubelet/pods/u/volumes/kubernetes.io~projected/token", "tmpfs", "private"},
+			{state + "/containerd/state/io.containerd.grpc.v1.cri/netns/cni-1", "nsfs", "private"},
+			{"/var/lib/meshclaims-local/unit2/kubelet", "ext4", "private"}, // another cluster's state dir sharing the prefix
 		},
 		IPTables:        map[string]string{"iptables": sampleSave, "ip6tables": "*filter\n:INPUT ACCEPT [0:0]\nCOMMIT\n"},
 		IPSets:          []string{"KUBE-DST-ABC", "inet6:KUBE-SRC-DEF", "kube-router-local-ips", "my-own-set"},

@@ -36,6 +36,9 @@ type WipePlan struct {
 	// RemovePaths are files and directories outside the state directory:
 	// log links and dead shim sockets, then the HostPaths Start created.
 	RemovePaths []string
+	// RestoreRootPropagation is the propagation kind to give the host's /
+	// back ("" leaves it).
+	RestoreRootPropagation string
 	// RestoreSysctls maps sysctls to the host's original values.
 	RestoreSysctls map[string]string
 	// RemoveStateDir is the state directory to delete ("" keeps it).
@@ -46,7 +49,8 @@ type WipePlan struct {
 func (p WipePlan) Empty() bool {
 	return len(p.Kill) == 0 && len(p.Unmount) == 0 && len(p.IPTablesRestore) == 0 &&
 		len(p.DestroyIPSets) == 0 && len(p.DeleteLinks) == 0 && len(p.RemoveCgroups) == 0 &&
-		len(p.RemovePaths) == 0 && len(p.RestoreSysctls) == 0 && p.RemoveStateDir == ""
+		len(p.RemovePaths) == 0 && len(p.RestoreSysctls) == 0 && p.RemoveStateDir == "" &&
+		p.RestoreRootPropagation == ""
 }
 
 // String lists the leftovers, one kind a line (error messages, logs).
@@ -73,6 +77,9 @@ func (p WipePlan) String() string {
 	line("cgroups", p.RemoveCgroups)
 	line("paths", p.RemovePaths)
 	line("sysctls", sortedKeys(p.RestoreSysctls))
+	if p.RestoreRootPropagation != "" {
+		line("propagation of /", []string{"back to " + p.RestoreRootPropagation})
+	}
 	if p.RemoveStateDir != "" {
 		line("state directory", []string{p.RemoveStateDir})
 	}
@@ -92,7 +99,7 @@ func sortedKeys[V any](m map[string]V) []string {
 // A process is the cluster's only if it is one of these AND names the state
 // directory, so a shell or `go run` whose command line mentions the state
 // directory is never killed.
-var componentPrograms = []string{"k8s", Etcd, KubeAPIServer, KubeControllerManager, KubeScheduler, Kubelet, KubeProxy, KubeRouter, "containerd", "containerd-shim-runc-v2", "containerd-shim-runc-v1", "containerd-shim"}
+var componentPrograms = []string{"nsenter", NodeInitName, "k8s", Etcd, KubeAPIServer, KubeControllerManager, KubeScheduler, Kubelet, KubeProxy, KubeRouter, "containerd", "containerd-shim-runc-v2", "containerd-shim-runc-v1", "containerd-shim"}
 
 // PlanWipe computes what to remove from a host in state s so that nothing
 // of cluster c is left. It is pure: Execute carries it out.
@@ -133,7 +140,7 @@ func PlanWipe(s HostState, c Config, selfPID int) WipePlan {
 	}
 
 	for _, set := range s.IPSets {
-		if IsKubeRouterIPSet(set) {
+		if IsClusterIPSet(set) {
 			p.DestroyIPSets = append(p.DestroyIPSets, set)
 		}
 	}
@@ -171,6 +178,9 @@ func PlanWipe(s HostState, c Config, selfPID int) WipePlan {
 	if len(p.RestoreSysctls) == 0 {
 		p.RestoreSysctls = nil
 	}
+	if s.SavedRootPropagation != "" && s.RootPropagation != s.SavedRootPropagation {
+		p.RestoreRootPropagation = s.SavedRootPropagation
+	}
 	if s.StateDirExists && !c.KeepState {
 		p.RemoveStateDir = c.StateDir
 	}
@@ -188,8 +198,10 @@ func isKubeCgroup(path string) bool {
 
 // ourChainPrefixes name the chains a local cluster creates: kube-proxy's and
 // the kubelet's (KUBE-), kube-router's (KUBE-ROUTER-, KUBE-POD-FW-,
-// KUBE-NWPLCY-, all under KUBE-) and the CNI plugins' (CNI-).
-var ourChainPrefixes = []string{"KUBE-", "CNI-"}
+// KUBE-NWPLCY-, all under KUBE-), the CNI plugins' (CNI-) and istio-cni's
+// in the node's network namespace (ISTIO_POSTRT in nat, for the kubelet's
+// probes of ambient pods; cni/pkg/iptables in istio/istio).
+var ourChainPrefixes = []string{"KUBE-", "CNI-", "ISTIO_"}
 
 func isOurChain(name string) bool {
 	for _, p := range ourChainPrefixes {
@@ -263,11 +275,13 @@ func ruleIsOurs(rule string) bool {
 	return strings.Contains(rule, "kube-router") || strings.Contains(rule, `name: \"`+CNINetworkName+`\"`)
 }
 
-// IsKubeRouterIPSet reports whether an ipset is one kube-router's firewall
-// creates (its IPv6 twins carry an "inet6:" prefix).
-func IsKubeRouterIPSet(name string) bool {
+// IsClusterIPSet reports whether an ipset is one the cluster creates:
+// kube-router's firewall's (its IPv6 twins carry an "inet6:" prefix) and
+// istio-cni's ambient node agent's probe sets (istio-inpod-probes-v4 and
+// -v6, cni/pkg/config and cni/pkg/ipset in istio/istio).
+func IsClusterIPSet(name string) bool {
 	name = strings.TrimPrefix(name, "inet6:")
-	for _, p := range []string{"KUBE-SRC-", "KUBE-DST-", "kube-router-"} {
+	for _, p := range []string{"KUBE-SRC-", "KUBE-DST-", "kube-router-", "istio-inpod-probes-"} {
 		if strings.HasPrefix(name, p) {
 			return true
 		}
@@ -308,6 +322,9 @@ func Wipe(ctx context.Context, c Config) error {
 	if err != nil {
 		return errors.Join(append(errs, err)...)
 	}
+	// The records of the host as it was live in the state directory, which
+	// the wipe may just have removed: check against the ones read before.
+	after.KeepRecords(s)
 	if left := PlanWipe(after, c, os.Getpid()); !left.Empty() {
 		errs = append(errs, fmt.Errorf("localk8s: after the wipe the host still has:\n%s", left))
 	}
@@ -357,6 +374,11 @@ func Execute(ctx context.Context, plan WipePlan) error {
 	for _, path := range plan.RemovePaths {
 		if err := os.RemoveAll(path); err != nil {
 			errs = append(errs, err)
+		}
+	}
+	if plan.RestoreRootPropagation != "" {
+		if err := setRootPropagation(plan.RestoreRootPropagation); err != nil {
+			errs = append(errs, fmt.Errorf("restoring the propagation of /: %w", err))
 		}
 	}
 	for _, k := range sortedKeys(plan.RestoreSysctls) {

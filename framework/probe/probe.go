@@ -96,10 +96,14 @@ func Via(ctx context.Context, base, target string, timeout time.Duration) (Resul
 }
 
 // ManyVia makes n requests to target from the handler at base, each on a
-// fresh connection (so per-connection L4 balancing shows).
-func ManyVia(ctx context.Context, base, target string, n int, timeout time.Duration) ([]Result, error) {
+// fresh connection (so per-connection L4 balancing shows), each carrying
+// the request headers given as "Name:value".
+func ManyVia(ctx context.Context, base, target string, n int, timeout time.Duration, headers ...string) ([]Result, error) {
 	var m wp.Many
 	q := url.Values{"url": {target}, "timeout": {timeout.String()}, "n": {fmt.Sprint(n)}}
+	if len(headers) > 0 {
+		q["header"] = headers
+	}
 	if err := call(ctx, base, q, time.Duration(n)*(timeout+time.Second), &m); err != nil {
 		return nil, err
 	}

@@ -160,7 +160,7 @@ func quantities(metric claims.Metric, o, n verdict.Measurement) []Quantity {
 		}
 		qs = append(qs, q)
 	}
-	label := map[claims.Metric]string{claims.ErrorRate: "503 rate", claims.SuccessRate: "non-200 rate", claims.DuplicateCount: "duplicate rate"}[metric]
+	label := map[claims.Metric]string{claims.ErrorRate: "503 rate", claims.SuccessRate: "non-200 rate", claims.DuplicateCount: "duplicate rate", claims.FailureRate: "client-visible failure rate"}[metric]
 	if label == "" {
 		label = "rate"
 	}

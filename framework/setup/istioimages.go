@@ -176,18 +176,6 @@ func (s *Suite) recordIstioImages(ctx context.Context) error {
 // Environment is what the run's environment record says so far.
 func (s *Suite) Environment() report.Environment { return s.envInfo }
 
-// checkProfileOnProvider refuses, before anything is installed, a profile
-// the provider cannot run: ambient on the local provider needs istio-cni's
-// node agent, which must see the node's processes in a PID namespace of the
-// node's own (it identifies the host's network namespace by /proc/1/ns/net,
-// unreadable on this kind of host), and a ztunnel image; neither exists yet.
-func checkProfileOnProvider(p istio.Profile, provider string) error {
-	if p == istio.ProfileAmbient && provider == cluster.LocalName {
-		return fmt.Errorf("istio: profile %s on -provider=%s is not supported yet: istio-cni's ambient node agent needs the node in its own PID namespace and ztunnel has no image here; run -mode=sidecar or none on the local provider, ambient modes on kind or an existing cluster", p, provider)
-	}
-	return nil
-}
-
 // checkSidecarImage refuses, before Istio is installed, sidecar mode on the
 // local provider when no archive holds the proxy image the injector will
 // name: the node can pull nothing, so every sidecar pod would wait for an

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -160,6 +161,9 @@ func (s *Suite) up(ctx context.Context) error {
 		return err
 	}
 	s.logf("results: %s", cfg.ResultsDir)
+	if err := checkZtunnelImage(cfg); err != nil {
+		return err
+	}
 
 	// 1. The cluster, pinned once. cluster.Setup is e2e-framework's env.Func.
 	// The provider is published before it starts: an interrupt during a
@@ -326,9 +330,23 @@ func (s *Suite) image(ctx context.Context, provider cluster.Provider, arch strin
 // records the images its pods run. Up calls it for meshed modes; a test of
 // the control plane alone calls it after an Up of mode none.
 func (s *Suite) InstallIstio(ctx context.Context, p istio.Profile) error {
+	return s.installIstio(ctx, p, nil)
+}
+
+// InstallIstioCharts installs only the given charts of profile p, as
+// InstallIstio would (same values), and records the images.
+func (s *Suite) InstallIstioCharts(ctx context.Context, p istio.Profile, charts ...istio.Chart) error {
+	return s.installIstio(ctx, p, charts)
+}
+
+func (s *Suite) installIstio(ctx context.Context, p istio.Profile, only []istio.Chart) error {
 	guard := s.guard
-	if err := checkProfileOnProvider(p, s.Cfg.Provider); err != nil {
-		return err
+	if p == istio.ProfileAmbient && (only == nil || slices.Contains(only, istio.ChartZtunnel)) {
+		// Up checked this for the ambient modes; a test of mode none
+		// installing the ambient profile itself is checked here.
+		if err := ztunnelImageError(s.Cfg, "Istio's ambient profile"); err != nil {
+			return err
+		}
 	}
 	src := istio.ChartSource{RepoURL: istio.DefaultRepoURL}
 	if s.Cfg.IstioCharts != "" {
@@ -338,6 +356,7 @@ func (s *Suite) InstallIstio(ctx context.Context, p istio.Profile) error {
 		Profile: p, Version: s.Cfg.IstioVersion, Method: istio.Method(s.Cfg.IstioInstall), Charts: src,
 		ValuesFile: s.Cfg.IstioValues, Timeout: s.Cfg.Timeouts.IstioReady,
 		Hub: s.istioHub(), Tag: s.istioTag(), ClusterValues: clusterValues(s.Provider()), Proxy: proxyKind(s.proxy),
+		ExactImages: s.Cfg.ImageArchives != "",
 	})
 	if err != nil {
 		return err
@@ -359,7 +378,11 @@ func (s *Suite) InstallIstio(ctx context.Context, p istio.Profile) error {
 		values = "the charts' defaults"
 	}
 	s.logf("istio: %s %s profile %s, values %s, images %s/*:%s, %s", s.Cfg.IstioInstall, s.Cfg.IstioVersion, p, values, s.istioHub(), s.istioTag(), proxySummary)
-	err = in.Install(ctx)
+	if only != nil {
+		err = in.InstallCharts(ctx, only...)
+	} else {
+		err = in.Install(ctx)
+	}
 	if w := in.GatewayCRDs.Warning; w != "" {
 		s.note("Gateway API: " + w)
 	}

@@ -10,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/meshclaims/meshclaims/framework/apiserver"
-	"github.com/meshclaims/meshclaims/framework/istio"
 	"github.com/meshclaims/meshclaims/framework/kube"
 	"github.com/meshclaims/meshclaims/framework/mode"
 )
@@ -76,20 +75,6 @@ func TestCheckIstioRef(t *testing.T) {
 		err := checkIstioRef(bad, "localhost/istio", "1.30.3-dev")
 		if err == nil || !strings.Contains(err.Error(), hint) {
 			t.Errorf("%s: %v, want an error suggesting %s", bad, err, hint)
-		}
-	}
-}
-
-func TestCheckProfileOnProvider(t *testing.T) {
-	if err := checkProfileOnProvider(istio.ProfileAmbient, "local"); err == nil || !strings.Contains(err.Error(), "PID namespace") {
-		t.Errorf("ambient on local: %v", err)
-	}
-	for _, ok := range []struct {
-		p        istio.Profile
-		provider string
-	}{{istio.ProfileDefault, "local"}, {istio.ProfileAmbient, "kind"}, {istio.ProfileAmbient, "existing"}} {
-		if err := checkProfileOnProvider(ok.p, ok.provider); err != nil {
-			t.Errorf("%s on %s: %v", ok.p, ok.provider, err)
 		}
 	}
 }

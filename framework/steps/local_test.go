@@ -109,6 +109,26 @@ func TestStepsOnLocalCluster(t *testing.T) {
 		}
 		t.Log(m.Detail)
 	})
+	// GUIDE's L7 features with no L7 proxy at all (no route, policy or
+	// pool applied: the cluster has no Istio): each detector must read
+	// "not-honoured" from real answers, the ambient-l4 outcome.
+	t.Run("L7 features without an L7 proxy are not applied", func(t *testing.T) {
+		url := "http://" + fixtures.CanaryName + "." + mode.None.Namespace() + ":8080" + fixtures.DebugPath
+		c := steps.InMeshOf(nil, mode.None) // the no-mesh client; InMeshOf reads only the mode
+		hr, err := steps.HeaderRouting(ctx, run(t, "l7.header-routing"), c, url)
+		if err != nil || hr.Outcome != steps.SplitNotHonoured {
+			t.Errorf("header routing: %+v, %v", hr, err)
+		}
+		pr, err := steps.PathRouting(ctx, run(t, "l7.path-routing"), c, url)
+		if err != nil || pr.Outcome != steps.SplitNotHonoured {
+			t.Errorf("path routing: %+v, %v", pr, err)
+		}
+		rp, err := steps.RetryPolicy(ctx, run(t, "l7.retry-policy"), c, echo("/?"+fixtures.FlakyQuery()))
+		if err != nil || rp.Outcome != steps.RetryNotApplied {
+			t.Errorf("retry policy: %+v, %v", rp, err)
+		}
+		t.Logf("header %s; path %s; retry %s", hr.Detail, pr.Detail, rp.Detail)
+	})
 	t.Run("churn", func(t *testing.T) {
 		r := run(t, "scale.churn-stability")
 		quiet, churned, err := steps.ChurnRuns(ctx, r)

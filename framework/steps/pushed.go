@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"strings"
 
+	istionetworkingv1 "istio.io/client-go/pkg/apis/networking/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -22,16 +23,17 @@ import (
 // This file replaces the fixed sleep after a policy change: each wait
 // polls the configuration of the component that enforces the object — the
 // server's sidecar Envoy for an AuthorizationPolicy in sidecar mode, the
-// client's sidecar for a route or DestinationRule, ztunnel for ambient L4
-// policy, the waypoint's Envoy for an ambient-l7 route, kube-router's
+// client's sidecar for a route (HTTPRoute, VirtualService) or
+// DestinationRule, ztunnel for ambient L4 policy, the waypoint's Envoy for
+// an ambient-l7 route or DestinationRule, kube-router's
 // iptables rules for a NetworkPolicy on the local provider — until it has
 // carried the change ConvergeTimes reads in a row (Timeouts.ConfigPushed).
 // What is read is configuration, never traffic: the outcome a spec is
 // about to measure plays no part in when its measurement starts.
 //
 // Where no component's configuration names the object (a PeerAuthentication
-// in a sidecar's listeners, an HTTPRoute in ambient-l4 where no L7 proxy
-// exists, a NetworkPolicy on a CNI the suite cannot read), the wait is the
+// in a sidecar's listeners, an HTTPRoute, VirtualService or DestinationRule
+// in ambient-l4 where no L7 proxy exists, a NetworkPolicy on a CNI the suite cannot read), the wait is the
 // documented bounded one (Timeouts.NetPolSettle), recorded as bounded.
 
 // pushPolicy is the run's converging-wait policy.
@@ -112,21 +114,32 @@ func pushedCondition(m *spec.Cluster, r *spec.Run, obj client.Object, present bo
 		return fmt.Sprintf("PeerAuthentication %s/%s to reach the proxies", ns, name), nil,
 			"no proxy configuration names a PeerAuthentication in mode " + string(md) + " (Envoy's inbound chains carry no object metadata): documented bounded wait"
 	case kind == "DestinationRule" && md == mode.Sidecar:
-		mutual := drMutual(obj)
+		tls, set := drTLSMode(obj)
+		if !set {
+			// A rule without tls (a connection pool, say) leaves the
+			// clusters' TLS to auto mTLS: only the rule's metadata says
+			// it arrived.
+			return fmt.Sprintf("the client's sidecar to %s DestinationRule %s/%s on its clusters", verb, ns, name),
+				envoyEach(m.Kube, ns, clientSel, true, drClusters(ns, name, present, nil)), ""
+		}
+		mutual := tls != "DISABLE"
 		return fmt.Sprintf("the client's sidecar to %s DestinationRule %s/%s on its clusters (TLS origination %v)", verb, ns, name, mutual),
-			envoyEach(m.Kube, ns, clientSel, true, func(d string) (bool, string, error) {
-				c, err := proxydump.EnvoyClustersFrom(d, ns, name)
-				if err != nil {
-					return false, "", err
-				}
-				seen := fmt.Sprintf("clusters from the rule: %v, with TLS: %v", c.Clusters, c.WithTLS)
-				if !present {
-					return len(c.Clusters) == 0, seen, nil
-				}
-				if mutual {
-					return len(c.Clusters) > 0 && len(c.WithTLS) == len(c.Clusters), seen, nil
-				}
-				return len(c.Clusters) > 0 && len(c.WithTLS) == 0, seen, nil
+			envoyEach(m.Kube, ns, clientSel, true, drClusters(ns, name, present, &mutual)), ""
+	case kind == "DestinationRule" && md == mode.AmbientL7:
+		// The waypoint's inbound-vip clusters carry the rule's metadata
+		// (pilot/pkg/networking/core/cluster_waypoint.go); their TLS is
+		// HBONE's whatever the rule says, so only the metadata is read.
+		return fmt.Sprintf("the waypoint's Envoy to %s DestinationRule %s/%s on its clusters", verb, ns, name),
+			envoyEach(m.Kube, ns, LabelGatewayName+"="+fixtures.WaypointName, true, drClusters(ns, name, present, nil)), ""
+	case kind == "VirtualService" && md == mode.Sidecar:
+		return fmt.Sprintf("the client's sidecar to %s routes from VirtualService %s/%s", verb, ns, name),
+			envoyEach(m.Kube, ns, clientSel, present, func(d string) (bool, string, error) {
+				return proxydump.EnvoyRouteFrom(d, proxydump.VirtualServiceFrom(ns, name))
+			}), ""
+	case kind == "VirtualService" && md == mode.AmbientL7:
+		return fmt.Sprintf("the waypoint's Envoy to %s routes from VirtualService %s/%s", verb, ns, name),
+			envoyEach(m.Kube, ns, LabelGatewayName+"="+fixtures.WaypointName, present, func(d string) (bool, string, error) {
+				return proxydump.EnvoyRouteFrom(d, proxydump.VirtualServiceFrom(ns, name))
 			}), ""
 	case kind == "HTTPRoute" && md == mode.Sidecar:
 		return fmt.Sprintf("the client's sidecar to %s routes from HTTPRoute %s/%s", verb, ns, name),
@@ -162,15 +175,51 @@ func modeOfNamespace(ns string) mode.Mode {
 	return mode.None
 }
 
-// drMutual reads tls.mode ISTIO_MUTUAL off a DestinationRule fixture
-// (EchoTLS is Unstructured).
-func drMutual(obj client.Object) bool {
-	u, ok := obj.(*unstructured.Unstructured)
-	if !ok {
-		return false
+// drTLSMode reads tls.mode off a DestinationRule fixture, typed or
+// Unstructured (EchoTLS is Unstructured so that DISABLE is sent); set is
+// false when the rule has no tls settings at all.
+func drTLSMode(obj client.Object) (tlsMode string, set bool) {
+	switch dr := obj.(type) {
+	case *unstructured.Unstructured:
+		tls, found, _ := unstructured.NestedMap(dr.Object, "spec", "trafficPolicy", "tls")
+		if !found {
+			return "", false
+		}
+		m, _ := tls["mode"].(string)
+		if m == "" {
+			m = "DISABLE" // the enum's zero value, dropped by protobuf JSON
+		}
+		return m, true
+	case *istionetworkingv1.DestinationRule:
+		tls := dr.Spec.GetTrafficPolicy().GetTls()
+		if tls == nil {
+			return "", false
+		}
+		return tls.GetMode().String(), true
 	}
-	m, _, _ := unstructured.NestedString(u.Object, "spec", "trafficPolicy", "tls", "mode")
-	return m == "ISTIO_MUTUAL"
+	return "", false
+}
+
+// drClusters checks an Envoy config_dump for clusters carrying
+// DestinationRule ns/name's metadata: some (present) or none (!present),
+// and when mutual is given, whether each of them originates TLS.
+func drClusters(ns, name string, present bool, mutual *bool) func(string) (bool, string, error) {
+	return func(d string) (bool, string, error) {
+		c, err := proxydump.EnvoyClustersFrom(d, ns, name)
+		if err != nil {
+			return false, "", err
+		}
+		seen := fmt.Sprintf("clusters from the rule: %v, with TLS: %v", c.Clusters, c.WithTLS)
+		switch {
+		case !present:
+			return len(c.Clusters) == 0, seen, nil
+		case mutual == nil:
+			return len(c.Clusters) > 0, seen, nil
+		case *mutual:
+			return len(c.Clusters) > 0 && len(c.WithTLS) == len(c.Clusters), seen, nil
+		}
+		return len(c.Clusters) > 0 && len(c.WithTLS) == 0, seen, nil
+	}
 }
 
 // envoyEach holds when every ready pod matching selector has an Envoy

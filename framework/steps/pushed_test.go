@@ -53,6 +53,17 @@ func TestPushedConditionChoosesTheEnforcer(t *testing.T) {
 		{mode.Sidecar, "kind", func(t fixtures.Target) client.Object { return fixtures.CanaryHTTPRoute(t, fixtures.DefaultSplit) }, "the client's sidecar to carry routes from HTTPRoute meshclaims-sidecar/echo-canary"},
 		{mode.AmbientL7, "kind", func(t fixtures.Target) client.Object { return fixtures.CanaryHTTPRoute(t, fixtures.DefaultSplit) }, "the waypoint's Envoy"},
 		{mode.AmbientL4, "kind", func(t fixtures.Target) client.Object { return fixtures.CanaryHTTPRoute(t, fixtures.DefaultSplit) }, ""},
+		// issue 14's L7 policies: a rule or route is the client's
+		// sidecar's or the waypoint's, and nothing's with ztunnel alone.
+		{mode.Sidecar, "kind", func(t fixtures.Target) client.Object { return fixtures.EchoBreaker(t) }, "the client's sidecar to carry DestinationRule meshclaims-sidecar/echo-breaker on its clusters"},
+		{mode.AmbientL7, "kind", func(t fixtures.Target) client.Object { return fixtures.EchoBreaker(t) }, "the waypoint's Envoy to carry DestinationRule meshclaims-ambient-l7/echo-breaker on its clusters"},
+		{mode.AmbientL4, "kind", func(t fixtures.Target) client.Object { return fixtures.EchoBreaker(t) }, ""},
+		{mode.Sidecar, "kind", func(t fixtures.Target) client.Object { return fixtures.EchoRetries(t) }, "the client's sidecar to carry routes from VirtualService meshclaims-sidecar/echo-retries"},
+		{mode.AmbientL7, "kind", func(t fixtures.Target) client.Object { return fixtures.EchoRetries(t) }, "the waypoint's Envoy to carry routes from VirtualService meshclaims-ambient-l7/echo-retries"},
+		{mode.AmbientL4, "kind", func(t fixtures.Target) client.Object { return fixtures.EchoRetries(t) }, ""},
+		{mode.Sidecar, "kind", func(t fixtures.Target) client.Object { return fixtures.CanaryHeaderRoute(t) }, "the client's sidecar to carry routes from HTTPRoute meshclaims-sidecar/"},
+		{mode.AmbientL7, "kind", func(t fixtures.Target) client.Object { return fixtures.CanaryPathRoute(t) }, "the waypoint's Envoy to carry routes from HTTPRoute meshclaims-ambient-l7/"},
+		{mode.AmbientL4, "kind", func(t fixtures.Target) client.Object { return fixtures.CanaryPathRoute(t) }, ""},
 		{mode.None, "local", func(t fixtures.Target) client.Object { return fixtures.NetpolDenyAll(t) }, "kube-router to carry iptables rules for NetworkPolicy meshclaims-none/"},
 		{mode.None, "kind", func(t fixtures.Target) client.Object { return fixtures.NetpolDenyAll(t) }, ""},
 		{mode.None, "existing", func(t fixtures.Target) client.Object { return fixtures.NetpolDenyAll(t) }, ""},
@@ -127,5 +138,56 @@ func TestAwaitAppliedNetworkPolicyOnKubeRouter(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "kube-router to carry iptables rules for NetworkPolicy meshclaims-none/deny-all") ||
 		!strings.Contains(err.Error(), "no kube-router jump to a KUBE-NWPLCY chain for policy deny-all") {
 		t.Fatalf("negative control: %v", err)
+	}
+}
+
+// A DestinationRule's TLS is awaited only when the rule sets it: the
+// circuit breaker's pool sets none (auto mTLS decides the clusters'
+// sockets), EchoTLS sets DISABLE or ISTIO_MUTUAL.
+func TestDestinationRuleTLSMode(t *testing.T) {
+	tg := fixtures.Target{Namespace: mode.Sidecar.Namespace(), Run: "t"}
+	for _, c := range []struct {
+		obj  client.Object
+		mode string
+		set  bool
+	}{
+		{fixtures.EchoBreaker(tg), "", false},
+		{fixtures.EchoTLS(tg, false), "DISABLE", true},
+		{fixtures.EchoTLS(tg, true), "ISTIO_MUTUAL", true},
+	} {
+		if m, set := drTLSMode(c.obj); m != c.mode || set != c.set {
+			t.Errorf("%s: tls mode %q set %v, want %q %v", c.obj.GetName(), m, set, c.mode, c.set)
+		}
+	}
+}
+
+// The rule's clusters, read from a sidecar dump in upstream's shape (one
+// cluster from DestinationRule echo-tls, with a TLS socket): present with
+// or without a TLS expectation, not mutual=false; a rule no cluster carries
+// is absent and never present.
+func TestDRClustersReadsTheRulesMetadata(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "proxydump", "testdata", "sidecar_config_dump.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dump, ns := string(b), mode.Sidecar.Namespace()
+	yes, no := true, false
+	for _, c := range []struct {
+		name    string
+		present bool
+		mutual  *bool
+		want    bool
+	}{
+		{"echo-tls", true, nil, true},
+		{"echo-tls", true, &yes, true},
+		{"echo-tls", true, &no, false},
+		{"echo-tls", false, nil, false},
+		{fixtures.EchoBreakerName, true, nil, false},
+		{fixtures.EchoBreakerName, false, nil, true},
+	} {
+		got, seen, err := drClusters(ns, c.name, c.present, c.mutual)(dump)
+		if err != nil || got != c.want {
+			t.Errorf("%s present=%v mutual=%v: %v (%s, %v), want %v", c.name, c.present, c.mutual, got, seen, err, c.want)
+		}
 	}
 }

@@ -150,3 +150,61 @@ func TestDuplicatesJudgedOnlyWithRetries(t *testing.T) {
 		t.Error("a counter that went down was judged")
 	}
 }
+
+// retry.fired on T2's measurement as OrdersDuringRollout records it (the
+// duplicate count, Extra sent / client_failures / failures_<cause> and,
+// through WithRetries, proxy_retries): failures of sent become the judged
+// rate; zero retries contradicts the claim (not reproduced even at GUIDE's
+// own failure count: the negative control); a mode whose proxy was not read
+// stays unmet.
+func TestRetriesFired(t *testing.T) {
+	root, err := repo.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := claims.Load(filepath.Join(root, "testdata", "claims.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := reg.MustGet("retry.fired")
+	p, _ := RetryProxyOf(mode.AmbientL7, mode.AmbientL7.Namespace())
+	// A fresh reading each time: WithRetries adds to the Extra it is given.
+	t2 := func() verdict.Measurement {
+		return verdict.Measurement{Count: verdict.Int64(0), Total: verdict.Int64(7229),
+			Extra: map[string]float64{"cycles": 12, "sent": 7229, "client_failures": 21, "failures_timeout": 14, "failures_http-503": 7, "collector_ids": 7208}}
+	}
+	pod := "waypoint-7d9c6b8f4-x2q7r"
+	some, err := WithRetries(t2(), p, map[string]uint64{pod: 2}, map[string]uint64{pod: 311})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := RetriesFired(some)
+	if *got.Count != 21 || *got.Total != 7229 || got.Extra["proxy_retries"] != 309 || got.Extra["duplicates"] != 0 || got.Contradicts != "" || got.Unmet != "" {
+		t.Fatalf("309 retries: %+v", got)
+	}
+	if v := verdict.Judge(c, mode.AmbientL7, got); v.Result != verdict.Reproduced {
+		t.Errorf("GUIDE's 21 of 7,229 with 309 retries: %s (%s)", v.Result, v.Reason)
+	}
+	none, err := WithRetries(t2(), p, map[string]uint64{pod: 5}, map[string]uint64{pod: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = RetriesFired(none)
+	if got.Unmet != "" || !strings.Contains(got.Contradicts, "counted 0") || !strings.Contains(got.Contradicts, p.Cluster) {
+		t.Fatalf("zero retries: %+v", got)
+	}
+	if v := verdict.Judge(c, mode.AmbientL7, got); v.Result != verdict.NotReproduced {
+		t.Errorf("zero retries judged %s (%s)", v.Result, v.Reason)
+	}
+	// The duplicate claim is only inconclusive on the same reading.
+	if v := verdict.Judge(reg.MustGet("retry.no-duplicates"), mode.AmbientL7, none); v.Result != verdict.Inconclusive {
+		t.Errorf("duplicates with zero retries: %s", v.Result)
+	}
+	// No retrying proxy (OrdersDuringRollout in a mode without one).
+	_, noProxy := RetryProxyOf(mode.AmbientL4, mode.AmbientL4.Namespace())
+	unread := t2()
+	unread.Unmet = "retries: " + noProxy.Error()
+	if got := RetriesFired(unread); got.Unmet != unread.Unmet || got.Contradicts != "" {
+		t.Errorf("no proxy: %+v", got)
+	}
+}

@@ -261,6 +261,54 @@ func OrdersDuringRollout(ctx context.Context, r *spec.Run) (verdict.Measurement,
 	return got, nil
 }
 
+// orders runs T2 once per run and mode: GUIDE judged duplicates and
+// client-visible failures (and so that retries fired) on the same run.
+var orders sharedMeasurement[verdict.Measurement]
+
+// T2 applies order's retry VirtualService and runs OrdersDuringRollout
+// once per run, mode and length; retry.no-duplicates and retry.fired share it.
+func T2(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
+	key := fmt.Sprintf("%s/%s/%s", r.Env.Config.RunID, r.Mode, r.Claim.Setup.Duration)
+	return orders.get(r, key, func() (verdict.Measurement, error) {
+		if err := Apply(ctx, r, fixtures.OrderRetries(Target(r))); err != nil {
+			return verdict.Measurement{}, err
+		}
+		return OrdersDuringRollout(ctx, r)
+	})
+}
+
+// RetriesFired turns T2's duplicate measurement into retry.fired's: the
+// client-visible failures of the orders sent, and the retrying proxy's count
+// as the claim's own property. No retry counted contradicts "retries were
+// actively firing" (not a precondition, as it is for the duplicate count); a
+// mode without a retrying proxy, or a reading that failed, stays unmet.
+func RetriesFired(dup verdict.Measurement) verdict.Measurement {
+	got := verdict.Measurement{Extra: map[string]float64{}}
+	for k, v := range dup.Extra {
+		got.Extra[k] = v
+	}
+	if dup.Total != nil {
+		got.Total = verdict.Int64(*dup.Total)
+	}
+	if f, ok := dup.Extra["client_failures"]; ok {
+		got.Count = verdict.Int64(int64(f))
+	}
+	if dup.Count != nil {
+		got.Extra["duplicates"] = float64(*dup.Count)
+	}
+	retries, read := dup.Extra["proxy_retries"]
+	switch {
+	case !read:
+		got.Unmet = dup.Unmet
+		if got.Unmet == "" {
+			got.Unmet = "retries: the retrying proxy's counter was not read"
+		}
+	case retries == 0:
+		got.Contradicts = dup.Unmet // NoRetries' sentence: which proxy, which counter
+	}
+	return got
+}
+
 // WithRetries adds the retrying proxy's counter readings to a duplicate
 // count: the retries made in between (Extra proxy_retries) and, when there
 // were none, Unmet, so the verdict is inconclusive instead of a zero that

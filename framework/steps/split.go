@@ -26,36 +26,50 @@ const SplitRequests = 200
 // an answer from neither, or fewer answers than calls is a broken
 // measurement, not a share, since dropping them would bias it.
 func Split(ctx context.Context, r *spec.Run, c probe.Client, url string, s fixtures.Split) (verdict.Measurement, error) {
-	m, err := ClusterOf(r)
+	tally, pods, err := SplitCalls(ctx, r, c, url)
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
-	pods := map[string]int{}
-	for _, v := range []string{fixtures.CanaryV1, fixtures.CanaryV2} {
-		ready, err := m.Kube.ReadyPods(ctx, r.Namespace(), fixtures.LabelApp+"="+fixtures.CanaryName+","+fixtures.LabelVersion+"="+v)
-		if err != nil {
-			return verdict.Measurement{}, err
-		}
-		pods[v] = len(ready)
-	}
-	var results []probe.Result
-	err = probe.Forward(ctx, m.Kube, c, func(base string) (err error) {
-		results, err = probe.ManyVia(ctx, base, url, SplitRequests, r.Env.Config.Timeouts.Probe)
-		return err
-	})
+	got, err := JudgeSplit(tally.V1, tally.V2, s, pods.V1, pods.V2)
 	if err != nil {
-		return verdict.Measurement{}, err
-	}
-	tally, err := CountSplit(results, SplitRequests)
-	if err != nil {
-		return verdict.Measurement{}, fmt.Errorf("split calls to %s: %w", url, err)
-	}
-	got, err := JudgeSplit(tally.V1, tally.V2, s, pods[fixtures.CanaryV1], pods[fixtures.CanaryV2])
-	if err != nil {
-		return verdict.Measurement{}, fmt.Errorf("%d calls to %s: %w", len(results), url, err)
+		return verdict.Measurement{}, fmt.Errorf("%d calls to %s: %w", tally.V1+tally.V2, url, err)
 	}
 	r.Logf("split: %s", got.Detail)
 	return got, nil
+}
+
+// SplitCalls makes SplitRequests calls to url from client c, each with the
+// given request headers ("Name:value"), and counts the answers by version,
+// with the ready pods of each version at the start (as pod counts).
+func SplitCalls(ctx context.Context, r *spec.Run, c probe.Client, url string, headers ...string) (tally, pods SplitTally, err error) {
+	m, err := ClusterOf(r)
+	if err != nil {
+		return tally, pods, err
+	}
+	for _, v := range []string{fixtures.CanaryV1, fixtures.CanaryV2} {
+		ready, err := m.Kube.ReadyPods(ctx, r.Namespace(), fixtures.LabelApp+"="+fixtures.CanaryName+","+fixtures.LabelVersion+"="+v)
+		if err != nil {
+			return tally, pods, err
+		}
+		if v == fixtures.CanaryV1 {
+			pods.V1 = int64(len(ready))
+		} else {
+			pods.V2 = int64(len(ready))
+		}
+	}
+	var results []probe.Result
+	err = probe.Forward(ctx, m.Kube, c, func(base string) (err error) {
+		results, err = probe.ManyVia(ctx, base, url, SplitRequests, r.Env.Config.Timeouts.Probe, headers...)
+		return err
+	})
+	if err != nil {
+		return tally, pods, err
+	}
+	tally, err = CountSplit(results, SplitRequests)
+	if err != nil {
+		return tally, pods, fmt.Errorf("split calls to %s (headers %v): %w", url, headers, err)
+	}
+	return tally, pods, nil
 }
 
 // SplitTally counts the answers of a split's calls by version.
@@ -150,7 +164,7 @@ const (
 //   - not honoured: it contains the replica share and excludes the weight;
 //   - inconclusive (empty Outcome): it contains both (too few answers) or
 //     neither (something else decided the share).
-func JudgeSplit(v1, v2 int64, s fixtures.Split, podsV1, podsV2 int) (verdict.Measurement, error) {
+func JudgeSplit[N int | int64](v1, v2 int64, s fixtures.Split, podsV1, podsV2 N) (verdict.Measurement, error) {
 	if err := s.Validate(); err != nil {
 		return verdict.Measurement{}, err
 	}

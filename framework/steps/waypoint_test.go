@@ -27,7 +27,7 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(apiserver.RunTests(m)) }
 
-// cluster is a Mesh on the test API server, with namespace ns created.
+// cluster is a spec.Cluster on the test API server, with namespace ns created.
 type cluster struct {
 	t    *testing.T
 	mesh *spec.Cluster

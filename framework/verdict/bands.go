@@ -50,7 +50,7 @@ func Bands(c *claims.Claim, m mode.Mode) []Band {
 	switch c.Metric {
 	case claims.Outcome, claims.Stability:
 		return nil
-	case claims.ErrorRate, claims.SuccessRate, claims.DuplicateCount:
+	case claims.ErrorRate, claims.SuccessRate, claims.DuplicateCount, claims.FailureRate:
 		rate("rate", doc.Count, doc.Total)
 		if doc.Unanswered != nil {
 			rate("no-response (-1) rate", doc.Unanswered, doc.Total)

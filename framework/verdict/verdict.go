@@ -68,6 +68,11 @@ type Measurement struct {
 	// Unmet names a precondition that failed (e.g. networkpolicy-enforcement);
 	// it makes the verdict inconclusive whatever else was measured.
 	Unmet string `json:"unmet,omitempty"`
+	// Contradicts names a property the claim states that the measurement
+	// shows false (retry.fired: the retrying proxy counted no retry); it
+	// makes the verdict not reproduced whatever else was measured. Unmet is
+	// for a precondition of the judgement, Contradicts for the claim itself.
+	Contradicts string `json:"contradicts,omitempty"`
 }
 
 // Verdict is the judgement with the numbers behind it.
@@ -83,7 +88,7 @@ type Verdict struct {
 // Passed reports whether a spec asserting this verdict should pass.
 func (v Verdict) Passed() bool { return v.Result == Reproduced || v.Result == Recorded }
 
-// Int64 and Float64 make pointers for Measured literals.
+// Int64 and Float64 make pointers for Measurement literals.
 func Int64(v int64) *int64       { return &v }
 func Float64(v float64) *float64 { return &v }
 
@@ -95,6 +100,10 @@ func Judge(c *claims.Claim, m mode.Mode, got Measurement) Verdict {
 	v.MeasuredText = describeMeasured(got)
 	if got.Unmet != "" {
 		v.Result, v.Reason = Inconclusive, "precondition not met: "+got.Unmet
+		return v
+	}
+	if got.Contradicts != "" && c.AppliesTo(m) && ok {
+		v.Result, v.Reason = NotReproduced, "the measurement contradicts the claim: "+got.Contradicts
 		return v
 	}
 	if !c.AppliesTo(m) {
@@ -113,7 +122,7 @@ func Judge(c *claims.Claim, m mode.Mode, got Measurement) Verdict {
 	switch c.Metric {
 	case claims.Outcome:
 		v.Result, v.Reason = judgeOutcome(doc, got)
-	case claims.ErrorRate, claims.SuccessRate, claims.DuplicateCount:
+	case claims.ErrorRate, claims.SuccessRate, claims.DuplicateCount, claims.FailureRate:
 		v.Result, v.Reason = judgeRates(c, doc, got)
 		if ref != nil && ref.Compare == claims.RateRatioOf && ref.AppliesTo(m) {
 			r2, s2 := judgeReduction(c, m, doc, got)
@@ -167,7 +176,7 @@ func judgeRates(c *claims.Claim, doc claims.Value, got Measurement) (Result, str
 	if doc.Count == nil || doc.Total == nil {
 		return Inconclusive, "the registry documents no count for this mode"
 	}
-	label := map[claims.Metric]string{claims.ErrorRate: "503 rate", claims.SuccessRate: "non-200 rate", claims.DuplicateCount: "duplicate rate"}[c.Metric]
+	label := map[claims.Metric]string{claims.ErrorRate: "503 rate", claims.SuccessRate: "non-200 rate", claims.DuplicateCount: "duplicate rate", claims.FailureRate: "client-visible failure rate"}[c.Metric]
 	r1, s1 := judgeRate(label, *got.Count, *got.Total, *doc.Count, *doc.Total, c.Tolerance)
 	if doc.Unanswered == nil || got.NoResponse == nil {
 		return r1, s1
@@ -507,6 +516,9 @@ func describeMeasured(m Measurement) string {
 	}
 	if m.Unmet != "" {
 		parts = append(parts, "unmet: "+m.Unmet)
+	}
+	if m.Contradicts != "" {
+		parts = append(parts, "contradicts: "+m.Contradicts)
 	}
 	return strings.Join(parts, " ")
 }

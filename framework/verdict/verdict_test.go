@@ -103,6 +103,17 @@ func TestJudge(t *testing.T) {
 			Measurement{Count: Int64(1), Total: Int64(3), Detail: "inconclusive: the interval contains both"}, Inconclusive, "contains both"},
 		{"retries never happened: inconclusive whatever the duplicates", "retry.no-duplicates", mode.Sidecar,
 			Measurement{Count: Int64(0), Total: Int64(9135), Unmet: "retries: the proxy retried 0 times"}, Inconclusive, "precondition not met"},
+		// retry.fired: GUIDE's counts pass; the 503 rates of T1, where nothing
+		// retried, do not; a proxy that counted no retry contradicts the
+		// claim even at GUIDE's own failure count.
+		{"GUIDE's sidecar client-visible failures", "retry.fired", mode.Sidecar,
+			Measurement{Count: Int64(15), Total: Int64(9135), Extra: map[string]float64{"proxy_retries": 40}}, Reproduced, "client-visible failure rate"},
+		{"T1's unmasked waypoint 503 rate is not 'mostly masking'", "retry.fired", mode.AmbientL7,
+			Measurement{Count: Int64(184), Total: Int64(7229)}, NotReproduced, "client-visible failure rate"},
+		{"no retry counted contradicts 'retries were actively firing'", "retry.fired", mode.AmbientL7,
+			Measurement{Count: Int64(21), Total: Int64(7229), Contradicts: "retries: the waypoint counted 0"}, NotReproduced, "contradicts the claim"},
+		{"no retrying proxy to read: inconclusive", "retry.fired", mode.Sidecar,
+			Measurement{Count: Int64(15), Total: Int64(9135), Unmet: "retries: no proxy"}, Inconclusive, "precondition not met"},
 	}
 	cases = append(cases, bandFixes(t)...)
 	for _, c := range cases {

@@ -5,7 +5,6 @@ package retry
 import (
 	"context"
 
-	"github.com/meshclaims/meshclaims/fixtures"
 	"github.com/meshclaims/meshclaims/framework/spec"
 	"github.com/meshclaims/meshclaims/framework/steps"
 	"github.com/meshclaims/meshclaims/framework/verdict"
@@ -22,9 +21,6 @@ var _ = spec.Declare(spec.Def{
 	Scenario: "order-client 20 POST/s x 300 s with retry VirtualService while order is restarted",
 	Slow:     true,
 	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
-		if err := steps.Apply(ctx, r, fixtures.OrderRetries(steps.Target(r))); err != nil {
-			return verdict.Measurement{}, err
-		}
-		return steps.OrdersDuringRollout(ctx, r)
+		return steps.T2(ctx, r)
 	},
 })

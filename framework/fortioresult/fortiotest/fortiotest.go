@@ -125,11 +125,18 @@ func defaults() Config {
 // failure fails t.
 func Run(t testing.TB, opts ...Option) (path string, res *fhttp.HTTPRunnerResults) {
 	t.Helper()
+	return runAndWrite(t, opts, RunConfig)
+}
+
+// runAndWrite applies opts, performs one run with do and writes its result
+// (Run and RunGRPC differ only in the runner). Any failure fails t.
+func runAndWrite[R periodic.HasRunnerResult](t testing.TB, opts []Option, do func(Config) (R, error)) (string, R) {
+	t.Helper()
 	cfg := defaults()
 	for _, o := range opts {
 		o(&cfg)
 	}
-	res, err := RunConfig(cfg)
+	res, err := do(cfg)
 	if err != nil {
 		t.Fatalf("fortiotest: %v", err)
 	}
@@ -137,7 +144,7 @@ func Run(t testing.TB, opts ...Option) (path string, res *fhttp.HTTPRunnerResult
 	if dir == "" {
 		dir = t.TempDir()
 	}
-	path, err = WriteResult(dir, cfg.Labels, res)
+	path, err := WriteResult(dir, cfg.Labels, res)
 	if err != nil {
 		t.Fatalf("fortiotest: %v", err)
 	}
@@ -274,23 +281,7 @@ var pingServer = sync.OnceValues(func() (string, error) {
 // ping. Status and KillBackendAfter do not apply to gRPC and are refused.
 func RunGRPC(t testing.TB, opts ...Option) (path string, res *fgrpc.GRPCRunnerResults) {
 	t.Helper()
-	cfg := defaults()
-	for _, o := range opts {
-		o(&cfg)
-	}
-	res, err := RunGRPCConfig(cfg)
-	if err != nil {
-		t.Fatalf("fortiotest: %v", err)
-	}
-	dir := cfg.Dir
-	if dir == "" {
-		dir = t.TempDir()
-	}
-	path, err = WriteResult(dir, cfg.Labels, res)
-	if err != nil {
-		t.Fatalf("fortiotest: %v", err)
-	}
-	return path, res
+	return runAndWrite(t, opts, RunGRPCConfig)
 }
 
 // RunGRPCConfig is RunGRPC without testing.TB: it returns fortio's result

@@ -1,0 +1,98 @@
+package steps
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/meshclaims/meshclaims/framework/claims"
+	"github.com/meshclaims/meshclaims/framework/mode"
+	"github.com/meshclaims/meshclaims/framework/repo"
+	"github.com/meshclaims/meshclaims/framework/verdict"
+)
+
+// Tallies as CountSplit makes them from SplitRequests (200) calls each, with
+// echo-v1 and echo-v2 at one ready pod each (the canary set).
+func TestJudgeHeaderRouting(t *testing.T) {
+	root, err := repo.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := claims.Load(filepath.Join(root, "testdata", "claims.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := reg.MustGet("l7.header-routing")
+	pods := SplitTally{V1: 1, V2: 1}
+	cases := []struct {
+		name          string
+		with, without SplitTally
+		m             mode.Mode
+		want          string
+		result        verdict.Result
+	}{
+		{"the route applied (sidecar)", SplitTally{0, 200}, SplitTally{200, 0}, mode.Sidecar, SplitHonoured, verdict.Reproduced},
+		{"no L7 proxy: the replica share both times", SplitTally{97, 103}, SplitTally{104, 96}, mode.AmbientL4, SplitNotHonoured, verdict.Reproduced},
+		// Negative controls: ambient-l4 honouring the route, a waypoint that
+		// ignores it, and a route without its match (all to v2) each fail.
+		{"ztunnel honouring a header route is not what GUIDE says", SplitTally{0, 200}, SplitTally{200, 0}, mode.AmbientL4, SplitHonoured, verdict.NotReproduced},
+		{"a waypoint ignoring the route", SplitTally{101, 99}, SplitTally{95, 105}, mode.AmbientL7, SplitNotHonoured, verdict.NotReproduced},
+		{"everything to v2 whatever the header", SplitTally{0, 200}, SplitTally{0, 200}, mode.AmbientL7, "", verdict.Inconclusive},
+		{"half the calls with the header routed", SplitTally{48, 152}, SplitTally{200, 0}, mode.Sidecar, "", verdict.Inconclusive},
+	}
+	for _, k := range cases {
+		got, err := JudgeHeaderRouting(k.with, k.without, pods)
+		if err != nil {
+			t.Fatalf("%s: %v", k.name, err)
+		}
+		if got.Outcome != k.want {
+			t.Errorf("%s: outcome %q (%s), want %q", k.name, got.Outcome, got.Detail, k.want)
+		}
+		if v := verdict.Judge(c, k.m, got); v.Result != k.result {
+			t.Errorf("%s [%s]: %s (%s), want %s", k.name, k.m, v.Result, v.Reason, k.result)
+		}
+	}
+	got, _ := JudgeHeaderRouting(SplitTally{0, 200}, SplitTally{200, 0}, pods)
+	if *got.Count != 400 || *got.Total != 400 || !strings.Contains(got.Detail, "x-meshclaims-version: v2") {
+		t.Errorf("honoured: %+v", got)
+	}
+	// Bad input: no v2 pod ready.
+	if _, err := JudgeHeaderRouting(SplitTally{0, 200}, SplitTally{200, 0}, SplitTally{V1: 1}); err == nil || !strings.Contains(err.Error(), "v1=1 v2=0") {
+		t.Errorf("no v2 pod: %v", err)
+	}
+}
+
+// The path route's single set judged as l7.path-routing: all to v2 is
+// honoured, the replica share is not; each wrong way round fails.
+func TestPathRoutingJudged(t *testing.T) {
+	root, err := repo.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := claims.Load(filepath.Join(root, "testdata", "claims.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := reg.MustGet("l7.path-routing")
+	cases := []struct {
+		name   string
+		tally  SplitTally
+		m      mode.Mode
+		result verdict.Result
+	}{
+		{"waypoint applies the route", SplitTally{0, 200}, mode.AmbientL7, verdict.Reproduced},
+		{"ztunnel: replica share", SplitTally{106, 94}, mode.AmbientL4, verdict.Reproduced},
+		{"a sidecar that ignores the path", SplitTally{99, 101}, mode.Sidecar, verdict.NotReproduced},
+		{"ztunnel routing by path", SplitTally{0, 200}, mode.AmbientL4, verdict.NotReproduced},
+		{"the prefix rule taking /debug", SplitTally{200, 0}, mode.Sidecar, verdict.Inconclusive},
+	}
+	for _, k := range cases {
+		got, err := JudgeSplit(k.tally.V1, k.tally.V2, pathToV2, 1, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v := verdict.Judge(c, k.m, got); v.Result != k.result {
+			t.Errorf("%s [%s]: %s (%s), want %s", k.name, k.m, v.Result, v.Reason, k.result)
+		}
+	}
+}
