@@ -262,9 +262,9 @@ func podsYAML(pods []corev1.Pod) (string, error) {
 
 // Wanted decides whether a finished spec collects evidence: a failed spec
 // always does, and so does a judged verdict other than reproduced or
-// recorded — under -fail-on=error a "not reproduced" passes, which is
-// exactly when a proxy's configuration is wanted — until max specs of the
-// run have collected (collected so far). why says what decided it, and is
+// recorded — under -fail-on=error (or =requirement, for a measurement) a
+// "not reproduced" passes, which is exactly when a proxy's configuration
+// is wanted — until max specs of the run have collected (collected so far). why says what decided it, and is
 // empty for a spec that passed with its claim reproduced or recorded.
 func Wanted(failed bool, judged *verdict.Verdict, collected, max int) (bool, string) {
 	var reason string

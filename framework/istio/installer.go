@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
+	"time"
 
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/storage/driver"
@@ -18,6 +20,8 @@ import (
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/meshclaims/meshclaims/framework/kube"
 )
 
 // WriteGuard is checked before every phase that writes; framework/cluster's
@@ -171,6 +175,31 @@ func (i *Installer) installChart(ctx context.Context, c Chart, user map[string]a
 			return fmt.Errorf("istio: upgrade %s: %w", c, err)
 		}
 	}
+	return i.waitNodeAgents(ctx, c)
+}
+
+// nodeAgents names the DaemonSets a chart runs on every node.
+var nodeAgents = map[Chart][]string{ChartCNI: {"istio-cni-node"}, ChartZtunnel: {"ztunnel"}}
+
+// waitNodeAgents waits until chart c's DaemonSets run a ready pod on every
+// node. Helm's own wait does not: with the charts' maxUnavailable 1 it
+// calls a one-node DaemonSet ready with no pod ready (kube.DaemonSetRolledOut),
+// and ambient workloads created then start before istio-cni's node agent can
+// enroll them.
+func (i *Installer) waitNodeAgents(ctx context.Context, c Chart) error {
+	names := nodeAgents[c]
+	if len(names) == 0 {
+		return nil
+	}
+	cs, err := kubernetes.NewForConfig(i.cfg)
+	if err != nil {
+		return err
+	}
+	t0 := time.Now()
+	if err := kube.WaitDaemonSets(ctx, cs, i.opts.Namespace, i.opts.Timeout, names...); err != nil {
+		return fmt.Errorf("istio: %s installed but its node agent is not ready: %w", c, err)
+	}
+	i.logf("istio: %s ready on every node (%s)", strings.Join(names, ", "), time.Since(t0).Round(100*time.Millisecond))
 	return nil
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/onsi/ginkgo/v2/types"
 	. "github.com/onsi/gomega"
 
+	"github.com/meshclaims/meshclaims/framework/claims"
 	"github.com/meshclaims/meshclaims/framework/config"
 	"github.com/meshclaims/meshclaims/framework/report"
 	"github.com/meshclaims/meshclaims/framework/verdict"
@@ -100,7 +101,7 @@ func execute(ctx SpecContext, p Planned, env *Env) {
 	if env.Config != nil {
 		failOn = env.Config.FailOn
 	}
-	if err := Gate(v, got, failOn); err != nil {
+	if err := Gate(p.Claim.Kind, v, got, failOn); err != nil {
 		Fail(err.Error())
 	}
 	if !v.Passed() {
@@ -108,17 +109,20 @@ func execute(ctx SpecContext, p Planned, env *Env) {
 	}
 }
 
-// Gate decides whether a judged spec fails. A missing precondition always
-// fails (a claim about NetworkPolicy on a CNI that does not enforce it must
-// never pass); otherwise failOn says whether a verdict other than reproduced
-// or recorded fails the spec (FailOnNotReproduced) or is only reported
+// Gate decides whether a judged spec of a claim of kind fails. A missing
+// precondition always fails (a claim about NetworkPolicy on a CNI that does
+// not enforce it must never pass); otherwise failOn says whether a verdict
+// other than reproduced or recorded fails the spec (FailOnNotReproduced),
+// fails it only for a requirement (FailOnRequirement), or is only reported
 // (FailOnError: the measurement itself was made).
-func Gate(v verdict.Verdict, got verdict.Measurement, failOn string) error {
+func Gate(kind claims.Kind, v verdict.Verdict, got verdict.Measurement, failOn string) error {
 	msg := fmt.Sprintf("%s [%s] %s: %s\n  documented: %s\n  measured:   %s", v.Claim, v.Mode, v.Result, v.Reason, v.Documented, v.MeasuredText)
 	switch {
 	case got.Unmet != "":
 		return errors.New(msg)
 	case failOn == config.FailOnError:
+		return nil
+	case failOn == config.FailOnRequirement && kind != claims.Requirement:
 		return nil
 	case !v.Passed():
 		return errors.New(msg)

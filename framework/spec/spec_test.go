@@ -102,20 +102,29 @@ func TestGate(t *testing.T) {
 	on := verdict.Judge(c, mode.AmbientL4, verdict.Measurement{Value: verdict.Float64(0.1)})  // reproduced
 	unmet := verdict.Measurement{Unmet: "networkpolicy-enforcement: not enforced"}
 	unmetV := verdict.Judge(reg.MustGet("netpol.app-port-only"), mode.AmbientL4, unmet)
+	req := reg.MustGet("mtls.plaintext-blocked")
+	reqOff := verdict.Judge(req, mode.Sidecar, verdict.Measurement{Outcome: "http-200"})
+	if c.Kind != claims.Measurement || req.Kind != claims.Requirement || reqOff.Passed() || off.Passed() {
+		t.Fatalf("fixtures: %s is %s, %s is %s (passed %v), not-reproduced passed %v", c.ID, c.Kind, req.ID, req.Kind, reqOff.Passed(), off.Passed())
+	}
 	cases := []struct {
 		name   string
+		kind   claims.Kind
 		v      verdict.Verdict
 		got    verdict.Measurement
 		failOn string
 		fails  bool
 	}{
-		{"not reproduced gates by default", off, verdict.Measurement{}, config.FailOnNotReproduced, true},
-		{"not reproduced is only reported with -fail-on=error", off, verdict.Measurement{}, config.FailOnError, false},
-		{"reproduced passes", on, verdict.Measurement{}, config.FailOnNotReproduced, false},
-		{"a missing precondition always fails", unmetV, unmet, config.FailOnError, true},
+		{"not reproduced gates by default", c.Kind, off, verdict.Measurement{}, config.FailOnNotReproduced, true},
+		{"not reproduced is only reported with -fail-on=error", c.Kind, off, verdict.Measurement{}, config.FailOnError, false},
+		{"reproduced passes", c.Kind, on, verdict.Measurement{}, config.FailOnNotReproduced, false},
+		{"a missing precondition always fails", claims.Requirement, unmetV, unmet, config.FailOnError, true},
+		{"a requirement not reproduced fails with -fail-on=requirement", req.Kind, reqOff, verdict.Measurement{}, config.FailOnRequirement, true},
+		{"a measurement not reproduced is reported with -fail-on=requirement", c.Kind, off, verdict.Measurement{}, config.FailOnRequirement, false},
+		{"a missing precondition fails with -fail-on=requirement", claims.Requirement, unmetV, unmet, config.FailOnRequirement, true},
 	}
 	for _, c := range cases {
-		err := Gate(c.v, c.got, c.failOn)
+		err := Gate(c.kind, c.v, c.got, c.failOn)
 		if (err != nil) != c.fails {
 			t.Errorf("%s: err = %v", c.name, err)
 		}
