@@ -221,6 +221,11 @@ func (s *Suite) up(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if sz, ok := provider.(cluster.WorkloadSizer); ok {
+		q, why := sz.WorkloadCPURequest()
+		img.CPURequest = q
+		s.note(why)
+	}
 	opts := fixtures.Options{Run: cfg.RunID, Images: img}
 	mesh := &spec.Cluster{Kube: k, Applier: applier, Options: opts}
 	s.mu.Lock()

@@ -50,9 +50,18 @@ func RetryProxyOf(m mode.Mode, ns string) (RetryProxy, error) {
 // LabelGatewayName is the label Istio puts on a Gateway's pods (waypoints too).
 const LabelGatewayName = "gateway.networking.k8s.io/gateway-name"
 
+// StatPrefixDelimiter ends the stat name pilot gives every cluster it
+// builds (cluster_builder.go: c.AltStatName = util.DelimitedStatsPrefix(name),
+// constants.StatPrefixDelimiter), so Istio's stats tags can cut the cluster
+// name out: Envoy's /stats then says
+// "cluster.outbound|8080||order.<ns>.svc.cluster.local;.upstream_rq_retry"
+// (seen on the local cluster's sidecars, and "cluster.xds-grpc;." from the
+// bootstrap's alt_stat_name).
+const StatPrefixDelimiter = ";"
+
 // Counter is the stat's full name in Envoy's /stats.
 func (p RetryProxy) Counter() string {
-	return "cluster." + p.Cluster + "." + fixtures.RetryCounterSuffix
+	return "cluster." + p.Cluster + StatPrefixDelimiter + "." + fixtures.RetryCounterSuffix
 }
 
 // EnvoyStat finds stat name in Envoy's admin /stats text output, one

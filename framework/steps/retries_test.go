@@ -14,23 +14,26 @@ import (
 // sidecarStats is order-client's sidecar /stats?filter=upstream_rq_retry as
 // Envoy's text renderer writes it ("name: value" lines, sorted): the
 // per-cluster counter kept by the retry stats override, and Istio's default
-// cluster.xds-grpc family with its neighbours of the same prefix.
-const sidecarStats = `cluster.outbound|8080||collector.meshclaims-sidecar.svc.cluster.local.upstream_rq_retry: 0
-cluster.outbound|8080||order.meshclaims-sidecar.svc.cluster.local.upstream_rq_retry: 17
-cluster.xds-grpc.upstream_rq_retry: 0
-cluster.xds-grpc.upstream_rq_retry_backoff_exponential: 0
-cluster.xds-grpc.upstream_rq_retry_backoff_ratelimited: 0
-cluster.xds-grpc.upstream_rq_retry_limit_exceeded: 0
-cluster.xds-grpc.upstream_rq_retry_overflow: 0
-cluster.xds-grpc.upstream_rq_retry_success: 0
+// cluster.xds-grpc family with its neighbours of the same prefix. Every
+// cluster's stat name ends in pilot's ";" delimiter (its alt_stat_name), as
+// the local cluster's sidecars print it ("cluster.xds-grpc;.upstream_rq_retry: 0").
+const sidecarStats = `cluster.outbound|8080||collector.meshclaims-sidecar.svc.cluster.local;.upstream_rq_retry: 0
+cluster.outbound|8080||order.meshclaims-sidecar.svc.cluster.local;.upstream_rq_retry: 17
+cluster.xds-grpc;.upstream_rq_retry: 0
+cluster.xds-grpc;.upstream_rq_retry_backoff_exponential: 0
+cluster.xds-grpc;.upstream_rq_retry_backoff_ratelimited: 0
+cluster.xds-grpc;.upstream_rq_retry_limit_exceeded: 0
+cluster.xds-grpc;.upstream_rq_retry_overflow: 0
+cluster.xds-grpc;.upstream_rq_retry_success: 0
 `
 
 // waypointStats: the waypoint's HTTP VIP cluster for order, next to its
-// subset and tcp variants that the retry policy does not route through.
-const waypointStats = `cluster.inbound-vip|8080|http/v1|order.meshclaims-ambient-l7.svc.cluster.local.upstream_rq_retry: 2
-cluster.inbound-vip|8080|http|order.meshclaims-ambient-l7.svc.cluster.local.upstream_rq_retry: 5
-cluster.inbound-vip|8080|tcp|order.meshclaims-ambient-l7.svc.cluster.local.upstream_rq_retry: 0
-cluster.xds-grpc.upstream_rq_retry: 1
+// subset and tcp variants that the retry policy does not route through
+// (cluster_waypoint.go delimits their stat names the same way).
+const waypointStats = `cluster.inbound-vip|8080|http/v1|order.meshclaims-ambient-l7.svc.cluster.local;.upstream_rq_retry: 2
+cluster.inbound-vip|8080|http|order.meshclaims-ambient-l7.svc.cluster.local;.upstream_rq_retry: 5
+cluster.inbound-vip|8080|tcp|order.meshclaims-ambient-l7.svc.cluster.local;.upstream_rq_retry: 0
+cluster.xds-grpc;.upstream_rq_retry: 1
 `
 
 func TestRetryCounterOnEachProxy(t *testing.T) {
@@ -52,6 +55,11 @@ func TestRetryCounterOnEachProxy(t *testing.T) {
 			t.Errorf("%s %s: %d found=%v %v, want %d", c.m, p.Counter(), n, found, err, c.want)
 		}
 	}
+	// Negative control: the name without pilot's delimiter, which a
+	// reader of Envoy's own docs would expect, is absent from a real dump.
+	if _, found, _ := EnvoyStat(sidecarStats, "cluster.outbound|8080||order.meshclaims-sidecar.svc.cluster.local.upstream_rq_retry"); found {
+		t.Error("an undelimited cluster stat name matched Istio's delimited names")
+	}
 	// The sidecar's counter is not the waypoint's, nor another namespace's.
 	p, _ := RetryProxyOf(mode.Sidecar, mode.Sidecar.Namespace())
 	if _, found, _ := EnvoyStat(waypointStats, p.Counter()); found {
@@ -67,9 +75,9 @@ func TestRetryCounterOnEachProxy(t *testing.T) {
 }
 
 func TestEnvoyStatShapes(t *testing.T) {
-	const name = "cluster.outbound|8080||order.ns.svc.cluster.local.upstream_rq_retry"
+	const name = "cluster.outbound|8080||order.ns.svc.cluster.local;.upstream_rq_retry"
 	// Not counted (stats matcher drops it): absent, not zero.
-	if _, found, err := EnvoyStat("cluster.xds-grpc.upstream_rq_retry: 0\n", name); found || err != nil {
+	if _, found, err := EnvoyStat("cluster.xds-grpc;.upstream_rq_retry: 0\n", name); found || err != nil {
 		t.Errorf("absent counter: found=%v %v", found, err)
 	}
 	// A prefix of a longer stat is not the stat.
