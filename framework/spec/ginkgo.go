@@ -73,9 +73,11 @@ func execute(ctx SpecContext, p Planned, env *Env) {
 	currentRun = r
 
 	var got verdict.Measurement
+	bySelection := false
 	for _, need := range p.Def.Needs {
 		if err := need.Check(ctx, r); err != nil {
 			got.Unmet = fmt.Sprintf("%s: %v", need.Name, err)
+			bySelection = need.Selection
 			break
 		}
 	}
@@ -101,7 +103,7 @@ func execute(ctx SpecContext, p Planned, env *Env) {
 	if env.Config != nil {
 		failOn = env.Config.FailOn
 	}
-	if err := Gate(p.Claim.Kind, v, got, failOn); err != nil {
+	if err := Gate(p.Claim.Kind, v, got, bySelection, failOn); err != nil {
 		Fail(err.Error())
 	}
 	if !v.Passed() {
@@ -110,14 +112,19 @@ func execute(ctx SpecContext, p Planned, env *Env) {
 }
 
 // Gate decides whether a judged spec of a claim of kind fails. A missing
-// precondition always fails (a claim about NetworkPolicy on a CNI that does
-// not enforce it must never pass); otherwise failOn says whether a verdict
-// other than reproduced or recorded fails the spec (FailOnNotReproduced),
-// fails it only for a requirement (FailOnRequirement), or is only reported
-// (FailOnError: the measurement itself was made).
-func Gate(kind claims.Kind, v verdict.Verdict, got verdict.Measurement, failOn string) error {
+// precondition of the cluster always fails (a claim about NetworkPolicy on
+// a CNI that does not enforce it must never pass); one of the run's mode
+// selection (bySelection: Need.Selection) fails only the qualification gate
+// (FailOnNotReproduced), since its verdict is inconclusive. Otherwise failOn
+// says whether a verdict other than reproduced or recorded fails the spec
+// (FailOnNotReproduced), fails it only for a requirement
+// (FailOnRequirement), or is only reported (FailOnError: the measurement
+// itself was made).
+func Gate(kind claims.Kind, v verdict.Verdict, got verdict.Measurement, bySelection bool, failOn string) error {
 	msg := fmt.Sprintf("%s [%s] %s: %s\n  documented: %s\n  measured:   %s", v.Claim, v.Mode, v.Result, v.Reason, v.Documented, v.MeasuredText)
 	switch {
+	case got.Unmet != "" && bySelection && failOn != config.FailOnNotReproduced:
+		return nil
 	case got.Unmet != "":
 		return errors.New(msg)
 	case failOn == config.FailOnError:

@@ -28,6 +28,13 @@ import (
 type Need struct {
 	Name  string
 	Check func(ctx context.Context, r *Run) error
+	// Selection marks a need that only the run's -mode selection meets or
+	// not (a comparison of two modes, modes side by side), never the
+	// cluster. Unmet, the verdict is inconclusive and says which modes to
+	// add, but under -fail-on=requirement or error the spec is reported,
+	// not failed: a single-mode run cannot measure it by design, where an
+	// unmet need of the cluster (NetworkPolicy not enforced) is a defect.
+	Selection bool
 }
 
 // Def declares the spec of one claim.

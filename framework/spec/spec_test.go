@@ -108,23 +108,27 @@ func TestGate(t *testing.T) {
 		t.Fatalf("fixtures: %s is %s, %s is %s (passed %v), not-reproduced passed %v", c.ID, c.Kind, req.ID, req.Kind, reqOff.Passed(), off.Passed())
 	}
 	cases := []struct {
-		name   string
-		kind   claims.Kind
-		v      verdict.Verdict
-		got    verdict.Measurement
-		failOn string
-		fails  bool
+		name      string
+		kind      claims.Kind
+		v         verdict.Verdict
+		got       verdict.Measurement
+		selection bool
+		failOn    string
+		fails     bool
 	}{
-		{"not reproduced gates by default", c.Kind, off, verdict.Measurement{}, config.FailOnNotReproduced, true},
-		{"not reproduced is only reported with -fail-on=error", c.Kind, off, verdict.Measurement{}, config.FailOnError, false},
-		{"reproduced passes", c.Kind, on, verdict.Measurement{}, config.FailOnNotReproduced, false},
-		{"a missing precondition always fails", claims.Requirement, unmetV, unmet, config.FailOnError, true},
-		{"a requirement not reproduced fails with -fail-on=requirement", req.Kind, reqOff, verdict.Measurement{}, config.FailOnRequirement, true},
-		{"a measurement not reproduced is reported with -fail-on=requirement", c.Kind, off, verdict.Measurement{}, config.FailOnRequirement, false},
-		{"a missing precondition fails with -fail-on=requirement", claims.Requirement, unmetV, unmet, config.FailOnRequirement, true},
+		{"not reproduced gates by default", c.Kind, off, verdict.Measurement{}, false, config.FailOnNotReproduced, true},
+		{"not reproduced is only reported with -fail-on=error", c.Kind, off, verdict.Measurement{}, false, config.FailOnError, false},
+		{"reproduced passes", c.Kind, on, verdict.Measurement{}, false, config.FailOnNotReproduced, false},
+		{"a missing precondition always fails", claims.Requirement, unmetV, unmet, false, config.FailOnError, true},
+		{"a requirement not reproduced fails with -fail-on=requirement", req.Kind, reqOff, verdict.Measurement{}, false, config.FailOnRequirement, true},
+		{"a measurement not reproduced is reported with -fail-on=requirement", c.Kind, off, verdict.Measurement{}, false, config.FailOnRequirement, false},
+		{"a missing precondition fails with -fail-on=requirement", claims.Requirement, unmetV, unmet, false, config.FailOnRequirement, true},
+		{"modes not selected are reported with -fail-on=requirement", claims.Requirement, unmetV, unmet, true, config.FailOnRequirement, false},
+		{"modes not selected are reported with -fail-on=error", claims.Requirement, unmetV, unmet, true, config.FailOnError, false},
+		{"modes not selected fail the qualification gate", claims.Requirement, unmetV, unmet, true, config.FailOnNotReproduced, true},
 	}
 	for _, c := range cases {
-		err := Gate(c.kind, c.v, c.got, c.failOn)
+		err := Gate(c.kind, c.v, c.got, c.selection, c.failOn)
 		if (err != nil) != c.fails {
 			t.Errorf("%s: err = %v", c.name, err)
 		}

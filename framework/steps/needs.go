@@ -16,7 +16,7 @@ import (
 // NeedModes requires the given modes to be deployed in this run (a claim that
 // compares two modes needs both).
 func NeedModes(ms ...mode.Mode) spec.Need {
-	return spec.Need{Name: fmt.Sprintf("modes %v in the run", ms), Check: func(_ context.Context, r *spec.Run) error {
+	return spec.Need{Name: fmt.Sprintf("modes %v in the run", ms), Selection: true, Check: func(_ context.Context, r *spec.Run) error {
 		for _, m := range ms {
 			if !selected(r, m) {
 				return fmt.Errorf("mode %s is not selected (-mode=%s); add it to compare", m, r.Env.Config.ModesFlag)
@@ -28,7 +28,7 @@ func NeedModes(ms ...mode.Mode) spec.Need {
 
 // NeedMeshedModes requires at least n meshed modes side by side in this run.
 func NeedMeshedModes(n int) spec.Need {
-	return spec.Need{Name: fmt.Sprintf("%d meshed modes side by side", n), Check: func(_ context.Context, r *spec.Run) error {
+	return spec.Need{Name: fmt.Sprintf("%d meshed modes side by side", n), Selection: true, Check: func(_ context.Context, r *spec.Run) error {
 		k := 0
 		for _, m := range r.Env.Config.Modes {
 			if m.Meshed() {

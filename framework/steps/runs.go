@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/meshclaims/meshclaims/fixtures"
 	"github.com/meshclaims/meshclaims/framework/converge"
@@ -80,9 +81,84 @@ func SteadyLoad(ctx context.Context, r *spec.Run, m mode.Mode) (*load.Run, error
 		if err := Quiesce(ctx, r, m); err != nil {
 			return nil, err
 		}
-		r.SetSetup("%s", DescribeLoad(r, s))
+		cal, err := CalibrateResolution(ctx, r, InMeshOf(r, m), "steady-"+string(m), s)
+		if err != nil {
+			return nil, err
+		}
+		s.Resolution = cal.Resolution
+		r.SetSetup("%s; %s", DescribeLoad(r, s), cal)
 		return Load(ctx, r, InMeshOf(r, m), "steady-"+string(m), s)
 	})
+}
+
+// CalibrationShare is the part of a latency load's duration its
+// calibration run lasts (never under CalibrationFloor).
+const (
+	CalibrationShare = 0.1
+	CalibrationFloor = 2 * time.Second
+)
+
+// Calibration is the histogram resolution a latency load runs at, and the
+// short run it was chosen from.
+type Calibration struct {
+	Resolution            float64 // s
+	Run                   string  // the calibration run's name (its raw result is kept)
+	P50, P999             float64 // the calibration run's, s
+	MedianResolved        bool    // false when P50 and P99.9 are too far apart for one resolution
+	CalibrationResolution float64 // the calibration run's own resolution, s
+}
+
+func (c Calibration) String() string {
+	s := fmt.Sprintf("histogram resolution %g ms, chosen from %s (P50 %.3g ms, P99.9 %.3g ms at %g ms) so that fortio's buckets resolve the percentiles",
+		c.Resolution*1e3, c.Run, c.P50*1e3, c.P999*1e3, c.CalibrationResolution*1e3)
+	if !c.MedianResolved {
+		s += "; the P50 is too far below the P99.9 for one resolution to resolve both"
+	}
+	return s
+}
+
+// CalibrateResolution runs s briefly (CalibrationShare of it, at its own
+// resolution) and picks the resolution at which fortio's fixed bucket
+// layout resolves its percentiles (load.ResolutionFor). HYBRID's lesson is
+// that a fixed resolution turns percentiles outside its fine range into
+// bucket positions; the right one depends on how fast the cluster is, which
+// the calibration measures instead of assuming GUIDE's EKS latencies. The
+// measured run that follows is a separate run: the choice depends on the
+// calibration's magnitudes only, never on the measured run's values.
+func CalibrateResolution(ctx context.Context, r *spec.Run, c probe.Client, name string, s load.Spec) (Calibration, error) {
+	cs := s
+	cs.Duration = time.Duration(float64(s.Duration) * CalibrationShare)
+	if cs.Duration < CalibrationFloor {
+		cs.Duration = CalibrationFloor
+	}
+	run, err := Load(ctx, r, c, name+"-calibration", cs)
+	if err != nil {
+		return Calibration{}, err
+	}
+	cal, err := CalibrationFrom(run)
+	if err != nil {
+		return Calibration{}, err
+	}
+	r.Logf("%s", cal)
+	return cal, nil
+}
+
+// CalibrationFrom picks the resolution for a load from its calibration
+// run's P50 and P99.9 (load.ResolutionFor).
+func CalibrationFrom(run *load.Run) (Calibration, error) {
+	cal := Calibration{Run: run.Name, CalibrationResolution: run.Spec.Normalized().Resolution}
+	var ok50, ok999 bool
+	cal.P50, ok50 = run.Result.Percentile(50)
+	cal.P999, ok999 = run.Result.Percentile(99.9)
+	if !ok50 || !ok999 {
+		return Calibration{}, fmt.Errorf("calibration %s: fortio reported no P50 or P99.9", run.Name)
+	}
+	var err error
+	cal.Resolution, cal.MedianResolved, err = load.ResolutionFor(cal.P50, cal.P999)
+	if err != nil {
+		return Calibration{}, fmt.Errorf("calibration %s: %w", run.Name, err)
+	}
+	return cal, nil
 }
 
 // LittleCheck adds the Little's-law and histogram-resolution checks of a run
