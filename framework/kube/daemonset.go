@@ -44,18 +44,21 @@ func WaitDaemonSets(ctx context.Context, client kubernetes.Interface, ns string,
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	for _, name := range names {
-		why := "it was never created"
+		// What the last good read said; failing that, whether the API
+		// server answered NotFound; failing that, the last read error. A
+		// read cut off at the deadline (client-go's rate limiter refuses a
+		// request that would exceed it) hides neither.
+		var why string
+		var notFound bool
+		var readErr error
 		err := wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
 			ds, err := client.AppsV1().DaemonSets(ns).Get(ctx, name, metav1.GetOptions{})
 			switch {
 			case apierrors.IsNotFound(err):
+				notFound = true
 				return false, nil
 			case err != nil:
-				// A blip of the API server near the deadline does not hide
-				// what the last good read said.
-				if why == "it was never created" {
-					why = "reading it failed: " + err.Error()
-				}
+				readErr = err
 				return false, nil
 			}
 			ok, w := DaemonSetRolledOut(ds)
@@ -63,6 +66,15 @@ func WaitDaemonSets(ctx context.Context, client kubernetes.Interface, ns string,
 			return ok, nil
 		})
 		if err != nil {
+			switch {
+			case why != "":
+			case notFound:
+				why = "it was never created"
+			case readErr != nil:
+				why = "reading it failed: " + readErr.Error()
+			default:
+				why = "it was never read"
+			}
 			return fmt.Errorf("daemonset %s/%s not ready on every node within %s: %s", ns, name, timeout, why)
 		}
 	}

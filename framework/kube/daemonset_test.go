@@ -2,14 +2,19 @@ package kube
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/meshclaims/meshclaims/framework/apiserver"
 )
@@ -90,5 +95,36 @@ func TestWaitDaemonSets(t *testing.T) {
 	}
 	if err := WaitDaemonSets(ctx, k.Client, ns, 30*time.Second, "istio-cni-node"); err != nil {
 		t.Fatalf("rolled out: %v", err)
+	}
+}
+
+// The message names what the API server said, not how the last read was
+// cut off: NotFound and then a read refused at the deadline (client-go's
+// rate limiter: "would exceed context deadline") is "never created"; only
+// reads that all failed say "reading it failed". The real API server's
+// version of this raced (TestWaitDaemonSets failed about half its runs).
+func TestWaitDaemonSetsReadErrorsDoNotHideNotFound(t *testing.T) {
+	refused := func() error {
+		return fmt.Errorf("client rate limiter Wait returned an error: rate: Wait(n=1) would exceed context deadline")
+	}
+	for _, c := range []struct {
+		name  string
+		reads []error
+		want  string
+	}{
+		{"NotFound, then refused at the deadline", []error{apierrors.NewNotFound(appsv1.Resource("daemonsets"), "istio-cni-node"), refused()}, "it was never created"},
+		{"every read failed", []error{refused()}, "reading it failed: client rate limiter"},
+	} {
+		cs := fake.NewClientset()
+		i := 0
+		cs.PrependReactor("get", "daemonsets", func(k8stesting.Action) (bool, runtime.Object, error) {
+			err := c.reads[min(i, len(c.reads)-1)]
+			i++
+			return true, nil, err
+		})
+		err := WaitDaemonSets(context.Background(), cs, "ds-test", 1500*time.Millisecond, "istio-cni-node")
+		if err == nil || !strings.Contains(err.Error(), c.want) || i < 2 {
+			t.Errorf("%s: err = %v after %d reads, want %q", c.name, err, i, c.want)
+		}
 	}
 }
