@@ -46,6 +46,8 @@ func TestPushedConditionChoosesTheEnforcer(t *testing.T) {
 		{mode.Sidecar, "kind", func(t fixtures.Target) client.Object { return fixtures.AuthzAllowGood(t) }, "echo's sidecars to carry AuthorizationPolicy meshclaims-sidecar/echo-allow-good"},
 		{mode.AmbientL4, "kind", func(t fixtures.Target) client.Object { return fixtures.AuthzAllowGood(t) }, "every ztunnel to carry AuthorizationPolicy meshclaims-ambient-l4/echo-allow-good"},
 		{mode.AmbientL7, "kind", func(t fixtures.Target) client.Object { return fixtures.AuthzAllowGood(t) }, "every ztunnel"},
+		{mode.AmbientL7, "kind", func(t fixtures.Target) client.Object { return fixtures.AuthzAllowGoodWaypoint(t) }, "the waypoint's Envoy to carry AuthorizationPolicy meshclaims-ambient-l7/echo-allow-good-waypoint in its RBAC filters"},
+		{mode.AmbientL4, "kind", func(t fixtures.Target) client.Object { return fixtures.AuthzAllowGoodFor(t, mode.AmbientL4) }, "every ztunnel to carry AuthorizationPolicy meshclaims-ambient-l4/echo-allow-good"},
 		{mode.AmbientL4, "kind", func(t fixtures.Target) client.Object { return fixtures.PeerAuthPortPermissive(t) }, "meshclaims-ambient-l4/converted_peer_authentication_echo-port-permissive"},
 		{mode.AmbientL7, "kind", func(t fixtures.Target) client.Object { return fixtures.PeerAuthStrict(t) }, "istio-system/istio_converted_static_strict"},
 		{mode.Sidecar, "kind", func(t fixtures.Target) client.Object { return fixtures.PeerAuthPortPermissive(t) }, ""},
