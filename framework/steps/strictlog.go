@@ -20,8 +20,8 @@ import (
 // The server is echo, whose log records every answer of 400 or above
 // (echo.ErrorAnswerMsg). The detector is the log itself, so it carries its
 // own positive control: after the plaintext attempt, the in-mesh client
-// asks the same pod for a 403 (fortio's ?status=403); that answer must be
-// in the same log window. A log that cannot show the control's 403 (not
+// asks echo for a 403 (fortio's ?status=403); that answer must be in the
+// same window of echo's logs. A log that cannot show the control's 403 (not
 // collected, cut off, another server) is a broken measurement, not a pass.
 // Both requests carry a mark in their query, so the plaintext request is
 // recognised if it reached echo at all and the control's line is told
@@ -118,40 +118,51 @@ func JudgeStrictNo403(plain, control probe.Result, answers []ErrorAnswer, marks 
 }
 
 // StrictNo403 makes the plaintext attempt on one echo pod under the base
-// set's STRICT, then the in-mesh control call for a 403 on the same pod,
-// and reads that pod's echo log from just before the first request until
-// the control's line is there (Timeouts.LogFlush: the wait is for the
-// control, never for the plaintext's absence).
+// set's STRICT, then the in-mesh control call for a 403 through Service echo
+// (a sidecar's call to a bare pod IP would leave the mesh as plaintext
+// passthrough and be cut by the same STRICT), and reads every echo pod's
+// log from just before the first request until the control's line is
+// there (Timeouts.LogFlush: the wait is for the control, never for the
+// plaintext's absence).
 func StrictNo403(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
 	m, err := ClusterOf(r)
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
-	pod, err := m.Kube.OneReadyPod(ctx, r.Namespace(), fixtures.LabelApp+"="+fixtures.EchoName)
+	pods, err := m.Kube.ReadyPods(ctx, r.Namespace(), fixtures.LabelApp+"="+fixtures.EchoName)
 	if err != nil {
 		return verdict.Measurement{}, err
+	}
+	if len(pods) == 0 {
+		return verdict.Measurement{}, fmt.Errorf("no Ready echo pod in %s", r.Namespace())
 	}
 	nonce := fmt.Sprintf("%s-%d", r.Env.Config.RunID, time.Now().UnixNano())
 	marks := StrictLogMarks{Plain: "plain-" + nonce, Control: "control-" + nonce}
-	base := fmt.Sprintf("http://%s:%d/", pod.Status.PodIP, fixtures.EchoHTTPPort)
 	since := time.Now().Add(-logClockSlack)
-	plain, err := Probe(ctx, r, Outside(), base+"?"+MarkParam+"="+marks.Plain)
+	plain, err := Probe(ctx, r, Outside(), fmt.Sprintf("http://%s:%d/?%s=%s", pods[0].Status.PodIP, fixtures.EchoHTTPPort, MarkParam, marks.Plain))
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
-	control, err := Probe(ctx, r, InMesh(r), base+"?status=403&"+MarkParam+"="+marks.Control)
+	control, err := Probe(ctx, r, InMesh(r), EchoURL(r)+"?status=403&"+MarkParam+"="+marks.Control)
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
 	var answers []ErrorAnswer
+	// A missing control line is judged (an error naming it) once the wait
+	// has passed, so the loop ends either way.
 	deadline := time.Now().Add(r.Env.Config.Timeouts.LogFlush)
 	for {
-		log, err := m.Kube.Logs(ctx, r.Namespace(), pod.Name, fixtures.EchoName, since)
-		if err != nil {
-			return verdict.Measurement{}, fmt.Errorf("echo pod %s's log: %w", pod.Name, err)
-		}
-		if answers, err = ParseErrorAnswers(log); err != nil {
-			return verdict.Measurement{}, fmt.Errorf("echo pod %s's log: %w", pod.Name, err)
+		answers = nil
+		for _, p := range pods {
+			log, err := m.Kube.Logs(ctx, p.Namespace, p.Name, fixtures.EchoName, since)
+			if err != nil {
+				return verdict.Measurement{}, fmt.Errorf("echo pod %s's log: %w", p.Name, err)
+			}
+			a, err := ParseErrorAnswers(log)
+			if err != nil {
+				return verdict.Measurement{}, fmt.Errorf("echo pod %s's log: %w", p.Name, err)
+			}
+			answers = append(answers, a...)
 		}
 		if hasMark(answers, marks.Control) || !time.Now().Before(deadline) {
 			break
@@ -164,7 +175,7 @@ func StrictNo403(ctx context.Context, r *spec.Run) (verdict.Measurement, error) 
 	}
 	got, err := JudgeStrictNo403(plain, control, answers, marks)
 	if err != nil {
-		return verdict.Measurement{}, fmt.Errorf("echo pod %s: %w", pod.Name, err)
+		return verdict.Measurement{}, fmt.Errorf("echo pods of %s: %w", r.Namespace(), err)
 	}
 	r.Logf("STRICT and the server's log: %s", got.Detail)
 	return got, nil
