@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	istionetworkingv1 "istio.io/client-go/pkg/apis/networking/v1"
+	securityv1 "istio.io/client-go/pkg/apis/security/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -99,6 +100,12 @@ func pushedCondition(m *spec.Cluster, r *spec.Run, obj client.Object, present bo
 	case kind == "AuthorizationPolicy" && md == mode.Sidecar:
 		return fmt.Sprintf("echo's sidecars to %s AuthorizationPolicy %s/%s in their RBAC filters", verb, ns, name),
 			envoyEach(m.Kube, ns, echo, present, func(d string) (bool, string, error) { return proxydump.EnvoyRBACPolicy(d, ns, name) }), ""
+	case kind == "AuthorizationPolicy" && md == mode.AmbientL7 && targetsService(obj):
+		// A policy bound by targetRefs to a Service is the waypoint's:
+		// pilot builds it into the waypoint's RBAC filters under the
+		// same policy names as a sidecar's.
+		return fmt.Sprintf("the waypoint's Envoy to %s AuthorizationPolicy %s/%s in its RBAC filters", verb, ns, name),
+			envoyEach(m.Kube, ns, LabelGatewayName+"="+fixtures.WaypointName, present, func(d string) (bool, string, error) { return proxydump.EnvoyRBACPolicy(d, ns, name) }), ""
 	case kind == "AuthorizationPolicy" && md.Ambient():
 		// A selector policy is ztunnel's to enforce, waypoint or not.
 		return fmt.Sprintf("every ztunnel to %s AuthorizationPolicy %s/%s in its policies", verb, ns, name),
@@ -326,4 +333,20 @@ func kubeRouterRules(k *kube.Cluster, np *networkingv1.NetworkPolicy, want bool)
 		}
 		return true, "no kube-router rules for policy " + np.Name + " on the selected pods", nil
 	}
+}
+
+// targetsService reports whether an AuthorizationPolicy is bound by
+// targetRefs to a Service (the waypoint's to enforce) rather than selecting
+// workloads.
+func targetsService(obj client.Object) bool {
+	p, ok := obj.(*securityv1.AuthorizationPolicy)
+	if !ok {
+		return false
+	}
+	for _, ref := range p.Spec.GetTargetRefs() {
+		if ref.GetKind() == "Service" {
+			return true
+		}
+	}
+	return p.Spec.GetTargetRef().GetKind() == "Service"
 }

@@ -24,6 +24,7 @@ type Timeouts struct {
 	ProxySync    time.Duration // kube-proxy/ztunnel to program endpoints that just settled
 	GatewayReady time.Duration // a Deployment istiod creates for a Gateway (ingress, waypoint) to appear and roll out, and a waypoint's Gateway to be Programmed with an address
 	ProxyStart   time.Duration // a proxy process started here to serve its admin endpoint (Envoy's own tests)
+	LogFlush     time.Duration // a line a container wrote to reach the log the kubelet serves (a log detector's control line)
 	// PolicyRestore bounds the wait, after a spec removed its policy, until
 	// a probe shows the base behaviour again (the next spec's precondition).
 	PolicyRestore time.Duration
@@ -53,6 +54,7 @@ func Default() Timeouts {
 		GatewayReady:    3 * time.Minute,
 		PolicyRestore:   90 * time.Second,
 		ProxyStart:      30 * time.Second,
+		LogFlush:        10 * time.Second,
 		ConfigPushed:    60 * time.Second,
 		ConvergePoll:    time.Second,
 		ConvergeTimes:   3,

@@ -1,0 +1,140 @@
+package steps
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/meshclaims/meshclaims/fixtures"
+	"github.com/meshclaims/meshclaims/framework/rollout/deployment"
+	"github.com/meshclaims/meshclaims/framework/spec"
+	"github.com/meshclaims/meshclaims/framework/verdict"
+)
+
+// Injection is not retroactive (HYBRID: pods already running must be
+// restarted to get the sidecar): Istio's injector is a mutating webhook on
+// pod creation, so labelling a namespace changes nothing for the pods it
+// already runs. The spec shows each part in its own namespace
+// (fixtures.LateInjectionNamespace): a pod started before the label, a pod
+// created after it (the positive control: the injector does act on the
+// namespace now), the first pod still as it was, and the pod its restart
+// makes, injected.
+
+// LateInjection runs the scenario above and judges it (JudgeLateInjection).
+func LateInjection(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
+	m, err := ClusterOf(r)
+	if err != nil {
+		return verdict.Measurement{}, err
+	}
+	run, img := r.Env.Config.RunID, m.Options.Images
+	t := fixtures.Target{Namespace: fixtures.LateInjectionNamespace, Run: run}
+	timeouts := r.Env.Config.Timeouts
+	echo := fixtures.LateEcho(t, img)
+	if err := Apply(ctx, r, fixtures.LateNamespace(run, false), echo); err != nil {
+		return verdict.Measurement{}, err
+	}
+	if err := m.Kube.WaitAvailable(ctx, t.Namespace, timeouts.WorkloadsReady, echo.Name); err != nil {
+		return verdict.Measurement{}, err
+	}
+	before, err := onlyPod(ctx, r, t.Namespace, fixtures.EchoName, "")
+	if err != nil {
+		return verdict.Measurement{}, err
+	}
+	// Re-applying the namespace with the label: the field manager owns the
+	// namespace's labels, so the label is added and nothing else changes.
+	if err := m.Applier.Apply(ctx, fixtures.LateNamespace(run, true)); err != nil {
+		return verdict.Measurement{}, err
+	}
+	r.Logf("labelled %s %s=enabled while pod %s runs", t.Namespace, fixtures.LabelInjection, before.Name)
+	control := fixtures.LateControl(t, img)
+	if err := Apply(ctx, r, control); err != nil {
+		return verdict.Measurement{}, err
+	}
+	if err := m.Kube.WaitAvailable(ctx, t.Namespace, timeouts.WorkloadsReady, control.Name); err != nil {
+		return verdict.Measurement{}, err
+	}
+	created, err := onlyPod(ctx, r, t.Namespace, fixtures.LateControlName, "")
+	if err != nil {
+		return verdict.Measurement{}, err
+	}
+	again, err := m.Kube.Client.CoreV1().Pods(t.Namespace).Get(ctx, before.Name, metav1.GetOptions{})
+	if err != nil {
+		return verdict.Measurement{}, fmt.Errorf("the pod started before the label, %s: %w", before.Name, err)
+	}
+	d, err := deployment.New(m.Kube.Client, t.Namespace, echo.Name)
+	if err != nil {
+		return verdict.Measurement{}, err
+	}
+	if err := d.Restart(ctx); err != nil {
+		return verdict.Measurement{}, err
+	}
+	if err := d.WaitComplete(ctx, timeouts.RolloutComplete); err != nil {
+		return verdict.Measurement{}, err
+	}
+	restarted, err := onlyPod(ctx, r, t.Namespace, fixtures.EchoName, before.UID)
+	if err != nil {
+		return verdict.Measurement{}, err
+	}
+	got, err := JudgeLateInjection(before, again, created, restarted)
+	if err != nil {
+		return verdict.Measurement{}, err
+	}
+	r.Logf("late injection: %s", got.Detail)
+	return got, nil
+}
+
+// onlyPod is the one Ready, not terminating pod of app in ns other than
+// the pod with UID not (a rollout's old pod stays Ready through its
+// grace period).
+func onlyPod(ctx context.Context, r *spec.Run, ns, app string, not types.UID) (*corev1.Pod, error) {
+	m, err := ClusterOf(r)
+	if err != nil {
+		return nil, err
+	}
+	pods, err := m.Kube.ReadyPods(ctx, ns, fixtures.LabelApp+"="+app)
+	if err != nil {
+		return nil, err
+	}
+	var out []corev1.Pod
+	for _, p := range pods {
+		if p.DeletionTimestamp == nil && p.UID != not {
+			out = append(out, p)
+		}
+	}
+	if len(out) != 1 {
+		return nil, fmt.Errorf("%s/%s: %d Ready pods (not terminating), want exactly 1", ns, app, len(out))
+	}
+	return &out[0], nil
+}
+
+// JudgeLateInjection: verified when the pod started before the label is,
+// read again after it, the same pod (UID) still without istio-proxy, and
+// the pod its restart made carries one. The preconditions are errors: the
+// first pod must have had no proxy (otherwise something injects the
+// namespace without its label), and the pod created after the label must
+// carry one (otherwise the injector does not act there and nothing is
+// shown).
+func JudgeLateInjection(before, again, created, restarted *corev1.Pod) (verdict.Measurement, error) {
+	if DataPlaneOf(before).Proxy {
+		return verdict.Measurement{}, fmt.Errorf("pod %s, started before the label, already has %s: this namespace is injected without istio-injection=enabled (a mesh-wide injection policy?), so a late label shows nothing", before.Name, ProxyContainer)
+	}
+	if !DataPlaneOf(created).Proxy {
+		return verdict.Measurement{}, fmt.Errorf("pod %s, created after the label, has no %s: the injector does not act on this namespace, so an uninjected old pod shows nothing", created.Name, ProxyContainer)
+	}
+	if again.UID != before.UID {
+		return verdict.Measurement{}, fmt.Errorf("pod %s was replaced (UID %s, then %s) before it was read again", before.Name, before.UID, again.UID)
+	}
+	detail := fmt.Sprintf("started before the label: %s istio-proxy=%v; created after: %s istio-proxy=%v; after its restart: %s istio-proxy=%v",
+		again.Name, DataPlaneOf(again).Proxy, created.Name, DataPlaneOf(created).Proxy, restarted.Name, DataPlaneOf(restarted).Proxy)
+	out := "verified"
+	switch {
+	case DataPlaneOf(again).Proxy:
+		out = "running pod injected"
+	case !DataPlaneOf(restarted).Proxy:
+		out = "restarted pod not injected"
+	}
+	return verdict.Measurement{Outcome: out, Detail: detail}, nil
+}

@@ -1,0 +1,197 @@
+package steps
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/meshclaims/meshclaims/fixtures/workload/echo"
+	wp "github.com/meshclaims/meshclaims/fixtures/workload/probe"
+	"github.com/meshclaims/meshclaims/framework/claims"
+	"github.com/meshclaims/meshclaims/framework/mode"
+	"github.com/meshclaims/meshclaims/framework/probe"
+	"github.com/meshclaims/meshclaims/framework/repo"
+	"github.com/meshclaims/meshclaims/framework/verdict"
+)
+
+// lockedLog collects a real echo server's log and hands it out as the
+// kubelet does with timestamps=true: each line prefixed by its RFC3339Nano
+// time and a space.
+type lockedLog struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *lockedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, s := range strings.Split(strings.TrimRight(string(p), "\n"), "\n") {
+		l.lines = append(l.lines, time.Now().UTC().Format(time.RFC3339Nano)+" "+s)
+	}
+	return len(p), nil
+}
+
+func (l *lockedLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.lines, "\n") + "\n"
+}
+
+// cutConnections accepts and closes every connection before any byte:
+// what a STRICT enforcer does to a plaintext client (ztunnel: EOF; with
+// linger 0, a sidecar's reset).
+func cutConnections(t *testing.T, reset bool) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			if reset {
+				c.(*net.TCPConn).SetLinger(0)
+			}
+			c.Close()
+		}
+	}()
+	return "http://" + ln.Addr().String() + "/"
+}
+
+// The judge on real shapes: a real echo server's log (its error-answer
+// lines behind kubelet timestamps), real probe results from loopback
+// (a cut connection, echo's own answers), and the claim's verdict in each
+// mode. Each way the claim can be wrong fires: plaintext answered (the
+// PERMISSIVE case), plaintext reaching echo and answered 403, a 403 of
+// another request in the window; and each way the measurement can be
+// broken is an error: the control's line missing, the control not a 403.
+func TestStrictNo403(t *testing.T) {
+	root, err := repo.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := claims.Load(filepath.Join(root, "testdata", "claims.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := reg.MustGet("mtls.strict-no-403")
+	log := &lockedLog{}
+	s, err := echo.Start(echo.Config{HTTPAddr: "127.0.0.1:0", Logger: slog.New(slog.NewJSONHandler(log, nil)).With("role", "echo")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = s.Shutdown(ctx)
+	})
+	ctx := context.Background()
+	do := func(url string) probe.Result {
+		r := probe.Result{Result: wp.Do(ctx, http.MethodGet, url, nil, 5*time.Second)}
+		r.Outcome, r.Detail = probe.Outcome(r.Result)
+		return r
+	}
+	marks := StrictLogMarks{Plain: "plain-run1-1", Control: "control-run1-1"}
+	mark := func(m string) string { return "?" + MarkParam + "=" + m }
+	echoURL := s.URL() + "/"
+
+	for _, reset := range []bool{false, true} {
+		plain := do(cutConnections(t, reset) + mark(marks.Plain))
+		if plain.Outcome != probe.NoHTTPResponse {
+			t.Fatalf("cut connection (reset %v): %s %s", reset, plain.Outcome, plain.Detail)
+		}
+		control := do(echoURL + "?status=403&" + MarkParam + "=" + marks.Control)
+		answers, err := ParseErrorAnswers(log.String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := JudgeStrictNo403(plain, control, answers, marks)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range c.Modes {
+			if v := verdict.Judge(c, m, got); v.Result != verdict.Reproduced {
+				t.Errorf("%s, cut connection (reset %v): %s (%s)", m, reset, v.Result, v.Reason)
+			}
+		}
+	}
+
+	// The control's line is needed: a log that lost it (another pod's,
+	// or one the server never wrote) proves nothing.
+	control := do(echoURL + "?status=403&" + MarkParam + "=" + marks.Control)
+	plain := do(cutConnections(t, false) + mark(marks.Plain))
+	if _, err := JudgeStrictNo403(plain, control, nil, marks); err == nil || !strings.Contains(err.Error(), "cannot show a 403") {
+		t.Errorf("no control line: %v", err)
+	}
+	if _, err := JudgeStrictNo403(plain, do(echoURL+mark(marks.Control)), nil, marks); err == nil || !strings.Contains(err.Error(), "got http-200") {
+		t.Errorf("control answered 200: %v", err)
+	}
+
+	judge := func(plain probe.Result) verdict.Measurement {
+		t.Helper()
+		answers, err := ParseErrorAnswers(log.String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := JudgeStrictNo403(plain, control, answers, marks)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v := verdict.Judge(c, mode.Sidecar, got); v.Result != verdict.NotReproduced {
+			t.Errorf("%s: %s (%s)", got.Outcome, v.Result, v.Reason)
+		}
+		return got
+	}
+	// PERMISSIVE: the plaintext request is answered.
+	if got := judge(do(echoURL + mark(marks.Plain))); got.Outcome != "http-200" {
+		t.Errorf("plaintext answered 200: %s", got.Outcome)
+	}
+	// A plaintext client refused by the app itself, with a 403 in its log.
+	if got := judge(do(echoURL + "?status=403&" + MarkParam + "=" + marks.Plain)); got.Outcome != "http-403" {
+		t.Errorf("plaintext answered 403: %s", got.Outcome)
+	}
+	// A 403 of another request in the window fails even with a cut plaintext.
+	fresh := StrictLogMarks{Plain: "plain-run1-2", Control: marks.Control}
+	do(echoURL + "?status=403&other=1")
+	answers, err := ParseErrorAnswers(log.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := do(cutConnections(t, true) + mark(fresh.Plain))
+	got, err := JudgeStrictNo403(cut, control, answers, fresh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Outcome != "403 in the server's log" || verdict.Judge(c, mode.AmbientL4, got).Result != verdict.NotReproduced {
+		t.Errorf("foreign 403: %s %s", got.Outcome, got.Detail)
+	}
+	// The plaintext request reached echo (answered 400, say) though the
+	// client saw its connection cut: not a STRICT refusal.
+	reached := []ErrorAnswer{{Method: "GET", URI: "/" + mark(fresh.Plain), Status: 400, Remote: "10.0.0.9:4711"}, {Method: "GET", URI: "/?status=403&" + MarkParam + "=" + fresh.Control, Status: 403}}
+	if got, _ := JudgeStrictNo403(cut, control, reached, fresh); got.Outcome != "reached the server" {
+		t.Errorf("plaintext reached echo: %s", got.Outcome)
+	}
+}
+
+func TestParseErrorAnswers(t *testing.T) {
+	log := `2026-12-01T11:52:03.120418893Z {"time":"2026-12-01T11:52:03.12Z","level":"INFO","msg":"listening","role":"echo","name":"http-echo","addr":"[::]:8080"}
+2026-12-01T11:52:09.004113270Z {"time":"2026-12-01T11:52:09.004Z","level":"INFO","msg":"error answer","role":"echo","method":"GET","uri":"/?status=403","status":403,"remote":"127.0.0.6:51234"}
+2026-12-01T11:52:09.104113270Z 11:52:09.104 r1 [WRN] fortio's own line, not JSON
+`
+	got, err := ParseErrorAnswers(log)
+	if err != nil || len(got) != 1 || got[0].Status != 403 || got[0].URI != "/?status=403" || got[0].Remote != "127.0.0.6:51234" {
+		t.Fatalf("%+v %v", got, err)
+	}
+	if _, err := ParseErrorAnswers(`2026-12-01T11:52:09Z {"msg":"error answer","uri":"/"}`); err == nil || !strings.Contains(err.Error(), "without a status") {
+		t.Errorf("line without status: %v", err)
+	}
+}
