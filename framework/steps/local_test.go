@@ -2,20 +2,13 @@ package steps_test
 
 import (
 	"context"
-	"flag"
-	"io"
-	"os"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/meshclaims/meshclaims/fixtures"
-	"github.com/meshclaims/meshclaims/framework/claims"
-	"github.com/meshclaims/meshclaims/framework/config"
 	"github.com/meshclaims/meshclaims/framework/mode"
-	"github.com/meshclaims/meshclaims/framework/setup"
+	"github.com/meshclaims/meshclaims/framework/setup/setuptest"
 	"github.com/meshclaims/meshclaims/framework/spec"
 	"github.com/meshclaims/meshclaims/framework/stats"
 	"github.com/meshclaims/meshclaims/framework/steps"
@@ -31,35 +24,10 @@ import (
 //
 // Runs with MESHCLAIMS_LOCAL=1 as root (make e2e-local).
 func TestStepsOnLocalCluster(t *testing.T) {
-	if os.Getenv("MESHCLAIMS_LOCAL") != "1" {
-		t.Skip("set MESHCLAIMS_LOCAL=1 (root) to run the steps on a local cluster")
-	}
-	_, here, _, _ := runtime.Caller(0)
-	root := filepath.Join(filepath.Dir(here), "..", "..")
-	fs := flag.NewFlagSet("steps", flag.ContinueOnError)
-	cfg := config.Register(fs)
-	if err := fs.Parse([]string{"-mode=none", "-provider=local", "-cluster-name=meshclaims-steps", "-duration-scale=0.02",
-		"-results=" + t.TempDir(), "-run-id=steps"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := cfg.Validate(root, time.Now()); err != nil {
-		t.Fatal(err)
-	}
-	reg, err := claims.Load(cfg.ClaimsFile)
-	if err != nil {
-		t.Fatal(err)
-	}
+	setuptest.RequireLocal(t, "the steps")
+	l := setuptest.Up(t, "-mode=none", "-cluster-name=meshclaims-steps", "-duration-scale=0.02", "-run-id=steps")
 	ctx := context.Background()
-	out := testWriter{t}
-	s, err := setup.Up(ctx, cfg, reg, out)
-	t.Cleanup(func() {
-		if err := s.Down(context.Background(), t.Failed()); err != nil {
-			t.Errorf("tear-down: %v", err)
-		}
-	})
-	if err != nil {
-		t.Fatalf("set-up: %v", err)
-	}
+	s, reg, out := l.Suite, l.Registry, l.Out
 	run := func(t *testing.T, claim string) *spec.Run {
 		r := spec.NewRun(reg.MustGet(claim), mode.None, s.Env, out)
 		t.Cleanup(func() {
@@ -174,12 +142,3 @@ func TestStepsOnLocalCluster(t *testing.T) {
 		t.Logf("sent %d, failures %v, cycles %v", *m.Total, m.Extra["client_failures"], m.Extra["cycles"])
 	})
 }
-
-type testWriter struct{ t *testing.T }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
-}
-
-var _ io.Writer = testWriter{}
