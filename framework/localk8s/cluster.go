@@ -97,7 +97,7 @@ func CheckHost(c Config) error {
 			missing = append(missing, p)
 		}
 	}
-	for _, prog := range []string{"iptables", "iptables-save", "iptables-restore", "ip6tables", "ipset", "ip", "conntrack", "nsenter"} {
+	for _, prog := range []string{"iptables", "iptables-save", "iptables-restore", "ip6tables", "ipset", "nft", "ip", "conntrack", "nsenter"} {
 		if _, err := exec.LookPath(prog); err != nil {
 			missing = append(missing, prog)
 		}
