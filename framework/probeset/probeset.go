@@ -24,6 +24,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 )
 
 // Names istio-cni gives its host state (istio.io/istio cni/pkg/config,
@@ -276,4 +278,30 @@ func Errors(ms []Missing) error {
 		errs = append(errs, m)
 	}
 	return errors.Join(errs...)
+}
+
+// Diagnose explains ambient pods of namespace ns that do not become Ready
+// by the probe set: it lists the namespace's pods, reads the set with read
+// and returns an error naming each redirected pod whose IP the set lacks;
+// nil when every one is there. Reading the set failing is returned as
+// what it is (no set at all is a finding too: no pod can be probed then).
+func Diagnose(ctx context.Context, cs kubernetes.Interface, ns string, read func(context.Context) (Set, error)) error {
+	pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("probeset: listing pods in %s: %w", ns, err)
+	}
+	redirected := 0
+	for _, p := range pods.Items {
+		if p.Annotations[RedirectionAnnotation] == RedirectionEnabled {
+			redirected++
+		}
+	}
+	if redirected == 0 {
+		return nil // nothing istio-cni redirected: not the probe set's doing
+	}
+	s, err := read(ctx)
+	if err != nil {
+		return fmt.Errorf("probeset: %d pods of %s are redirected to ztunnel, but istio-cni's host probe set could not be read: %w", redirected, ns, err)
+	}
+	return Errors(Check(pods.Items, s))
 }

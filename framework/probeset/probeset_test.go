@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
 )
 
 // Output of Debian bookworm's nft 1.0.6 and ipset 7.17, captured from a
@@ -201,5 +202,42 @@ func TestReadWithTheRealTools(t *testing.T) {
 	}
 	if m := Check(pods, s); len(m) != 1 || m[0].Pod != "ambient-l4/echo-b" || !strings.Contains(m[0].Error(), "ipset "+SetV4) {
 		t.Fatalf("ipset lacking echo-b: %v", m)
+	}
+}
+
+// Diagnose on a namespace's pods: silent when every redirected pod is in
+// the set, the missing pod named when one is not, silent for a namespace
+// istio-cni redirected nothing in (its set is not even read), and a set
+// that cannot be read is reported as such.
+func TestDiagnose(t *testing.T) {
+	ctx := context.Background()
+	a, b := ambientPod("ambient-l4", "echo-a", "10.244.0.12", true), ambientPod("ambient-l4", "echo-b", "10.244.0.13", true)
+	plain := ambientPod("none", "echo", "10.244.0.20", false)
+	cs := fake.NewClientset(&a, &b, &plain)
+	full := func(context.Context) (Set, error) {
+		ips, err := ParseNftSet([]byte(nftCommented))
+		s := Set{Backend: Nftables, IPs: map[netip.Addr]bool{}}
+		for _, ip := range ips {
+			s.IPs[ip] = true
+		}
+		return s, err
+	}
+	if err := Diagnose(ctx, cs, "ambient-l4", full); err != nil {
+		t.Errorf("all present: %v", err)
+	}
+	lacking := func(ctx context.Context) (Set, error) {
+		s, err := full(ctx)
+		delete(s.IPs, netip.MustParseAddr("10.244.0.12"))
+		return s, err
+	}
+	if err := Diagnose(ctx, cs, "ambient-l4", lacking); err == nil || !strings.Contains(err.Error(), "pod ambient-l4/echo-a's IP 10.244.0.12 is not in istio-cni's host probe set") {
+		t.Errorf("one missing: %v", err)
+	}
+	unreadable := func(context.Context) (Set, error) { return Set{}, ErrNoSet }
+	if err := Diagnose(ctx, cs, "none", unreadable); err != nil {
+		t.Errorf("namespace without redirected pods: %v", err)
+	}
+	if err := Diagnose(ctx, cs, "ambient-l4", unreadable); !errors.Is(err, ErrNoSet) || !strings.Contains(err.Error(), "2 pods of ambient-l4") {
+		t.Errorf("unreadable set: %v", err)
 	}
 }
