@@ -25,7 +25,13 @@ func TestLocalIstioCNIIsNativeNftables(t *testing.T) {
 	if !ok || !strings.Contains(h.IstioCNISettings(), "native nftables") || !strings.Contains(h.IstioCNISettings(), "kube-router#1918") {
 		t.Fatalf("local provider's istio-cni statement: %v %q", ok, h.IstioCNISettings())
 	}
+	if r, ok := p.(WorkloadCPURequester); !ok || r.WorkloadCPURequest() != LocalWorkloadCPURequest {
+		t.Errorf("local provider's workload CPU request: %v", ok)
+	}
 	for _, other := range []Provider{NewKind(Options{}), NewExisting(KubeconfigSelector{})} {
+		if _, ok := other.(WorkloadCPURequester); ok {
+			t.Errorf("%s changes the workloads' CPU requests; it keeps GUIDE's", other.Name())
+		}
 		if _, ok := other.(IstioCNIHost); ok {
 			t.Errorf("%s states istio-cni settings of its own; it keeps Istio's defaults", other.Name())
 		}

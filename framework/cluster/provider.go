@@ -146,6 +146,23 @@ type IstioValuer interface {
 	IstioValues() map[string]map[string]any
 }
 
+// WorkloadCPURequester is implemented by providers whose node cannot
+// reserve GUIDE's 50m CPU for every workload pod of a run
+// (fixtures.Images.CPURequest); the run's environment says so.
+type WorkloadCPURequester interface {
+	WorkloadCPURequest() string
+}
+
+// LocalWorkloadCPURequest is the workloads' CPU request on the local node:
+// its two cores are all it can allocate, and GUIDE's 50m for each of the
+// 18 workload pods of every mode's namespace, with Istio's, already fill
+// them with -mode=ambient-l4 (none and ambient-l4: the outside client
+// then stays Pending for "Insufficient cpu"), before a rollout's surge.
+const LocalWorkloadCPURequest = "10m"
+
+// WorkloadCPURequest is LocalWorkloadCPURequest.
+func (l *localProvider) WorkloadCPURequest() string { return LocalWorkloadCPURequest }
+
 // IstioCNIHost is implemented by providers whose nodes' host is the one the
 // suite runs on (the local provider): the suite reads istio-cni's host
 // probe set there (readiness diagnostics, the environment record), and the

@@ -220,6 +220,10 @@ func (s *Suite) up(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if r, ok := provider.(cluster.WorkloadCPURequester); ok {
+		img.CPURequest = r.WorkloadCPURequest()
+		s.note(fmt.Sprintf("workload CPU requests %s instead of GUIDE's 50m (limits stay GUIDE's 300m): the %s provider's node cannot reserve 50m for every pod of every mode; every workload gets the same request, so their relative CPU weights are GUIDE's", img.CPURequest, cfg.Provider))
+	}
 	opts := fixtures.Options{Run: cfg.RunID, Images: img}
 	mesh := &steps.Mesh{K: k, Applier: applier, Options: opts}
 	s.mu.Lock()
