@@ -3,6 +3,7 @@ package steps
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/meshclaims/meshclaims/fixtures"
 	"github.com/meshclaims/meshclaims/framework/mode"
@@ -137,7 +138,12 @@ func UnderNetPol(ctx context.Context, r *spec.Run, policy *networkingv1.NetworkP
 		return verdict.Measured{}, err
 	}
 	Settle(ctx, r, r.Env.Config.Timeouts.NetPolSettle, "the CNI to program the policy")
-	return ProbeOutcome(ctx, r, InMesh(r), url)
+	t0 := time.Now()
+	got, err := ProbeOutcome(ctx, r, InMesh(r), url)
+	if err != nil {
+		return got, err
+	}
+	return netpolOutcome(ctx, r, got, t0), nil
 }
 
 // PositiveControl waits (Timeouts.PolicyRestore) until client c gets a 200
