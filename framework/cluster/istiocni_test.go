@@ -68,6 +68,11 @@ func TestLocalIstioCNIIsNativeNftables(t *testing.T) {
 	for c, v := range p.(IstioValuer).IstioValues() {
 		cv[istio.Chart(c)] = v
 	}
+	g, _ := cv[istio.ChartIstiod]["global"].(map[string]any)
+	px, _ := g["proxy"].(map[string]any)
+	if res, _ := px["resources"].(map[string]any); res == nil || res["requests"].(map[string]any)["cpu"] != LocalSidecarCPURequest {
+		t.Errorf("local provider's istiod values do not set the sidecar's CPU request %s: %v", LocalSidecarCPURequest, cv[istio.ChartIstiod])
+	}
 	if got := native(cv); got != "true" {
 		t.Errorf("istio-cni-config NATIVE_NFTABLES = %q with the local provider's values, want \"true\"", got)
 	}

@@ -160,6 +160,10 @@ type WorkloadCPURequester interface {
 // then stays Pending for "Insufficient cpu"), before a rollout's surge.
 const LocalWorkloadCPURequest = "10m"
 
+// LocalSidecarCPURequest is the sidecar proxy's CPU request on the local
+// node (global.proxy.resources; Istio's is 100m).
+const LocalSidecarCPURequest = "20m"
+
 // WorkloadCPURequest is LocalWorkloadCPURequest.
 func (l *localProvider) WorkloadCPURequest() string { return LocalWorkloadCPURequest }
 
@@ -213,6 +217,13 @@ func (l *localProvider) IstioValues() map[string]map[string]any {
 			"autoscaleEnabled": false,
 			"replicaCount":     1,
 			"resources":        map[string]any{"requests": map[string]any{"cpu": "100m", "memory": "256Mi"}},
+			// The sidecar's CPU request: Istio's 100m for each of the
+			// sidecar namespace's 18 pods alone is 1.8 of the node's 2
+			// cores (-mode=none,sidecar,ambient-l4 left pods Pending for
+			// "Insufficient cpu"). LocalSidecarCPURequest keeps Istio's
+			// 2:1 of sidecar to GUIDE's workload request over the
+			// workloads' LocalWorkloadCPURequest; limits stay Istio's.
+			"global": map[string]any{"proxy": map[string]any{"resources": map[string]any{"requests": map[string]any{"cpu": LocalSidecarCPURequest, "memory": "128Mi"}}}},
 		},
 		"cni": {
 			"cniBinDir":  c.Layout().CNIBinDir(),

@@ -222,7 +222,7 @@ func (s *Suite) up(ctx context.Context) error {
 	}
 	if r, ok := provider.(cluster.WorkloadCPURequester); ok {
 		img.CPURequest = r.WorkloadCPURequest()
-		s.note(fmt.Sprintf("workload CPU requests %s instead of GUIDE's 50m (limits stay GUIDE's 300m): the %s provider's node cannot reserve 50m for every pod of every mode; every workload gets the same request, so their relative CPU weights are GUIDE's", img.CPURequest, cfg.Provider))
+		s.note(fmt.Sprintf("workload CPU requests %s instead of GUIDE's 50m (limits stay GUIDE's 300m): the %s provider's node cannot reserve 50m for every pod of every mode; every workload gets the same request, so their relative CPU weights are GUIDE's; the sidecar proxy's request is %s instead of Istio's 100m", img.CPURequest, cfg.Provider, cluster.LocalSidecarCPURequest))
 	}
 	opts := fixtures.Options{Run: cfg.RunID, Images: img}
 	mesh := &steps.Mesh{K: k, Applier: applier, Options: opts}
