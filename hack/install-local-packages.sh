@@ -1,6 +1,7 @@
 #!/bin/bash
 # Installs the Debian packages the local provider (framework/localk8s) runs:
-# containerd 1.6, runc, the CNI plugins, iptables, ipset, conntrack. Only
+# containerd 1.6, runc, the CNI plugins, iptables, ipset, nftables (nft: the
+# wipe removes istio-cni's nftables tables), conntrack. Only
 # what is missing is installed; containerd's own service is not started (the
 # provider runs its own containerd with its own config and socket).
 set -euo pipefail

@@ -71,11 +71,11 @@ func run(ctx context.Context, o istioimages.Options, f flags) error {
 		if err != nil {
 			return err
 		}
-		root, pkgs, err = istioimages.DebianRootFS(ctx, f.cache, arch, istioimages.IptablesPackages)
+		root, pkgs, err = istioimages.DebianRootFS(ctx, f.cache, arch, istioimages.BasePackages())
 		if err != nil {
 			return err
 		}
-		fmt.Printf("root filesystem (iptables, glibc): %d Debian packages in %s\n", len(pkgs), root)
+		fmt.Printf("root filesystem (iptables, nftables, glibc): %d Debian packages in %s\n", len(pkgs), root)
 	}
 	if !f.noCNI {
 		o.CNIRootFS, o.CNIPackages = root, pkgs

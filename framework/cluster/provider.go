@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/meshclaims/meshclaims/framework/localk8s"
+	"github.com/meshclaims/meshclaims/framework/probeset"
 )
 
 // Provider is a cluster a run can use.
@@ -162,12 +163,49 @@ func (l *localProvider) WorkloadCPURequest() (string, string) {
 	return "10m", "the local node has 2 shared cores: workload CPU requests 10m instead of GUIDE's 50m (limits GUIDE's 300m), sidecar CPU requests 10m instead of the chart's 100m"
 }
 
+// IstioCNIHost is implemented by providers whose nodes' host is the one the
+// suite runs on (the local provider): the suite reads istio-cni's host
+// probe set there (readiness diagnostics, the environment record), and the
+// provider says what it set for istio-cni beyond Istio's defaults.
+type IstioCNIHost interface {
+	// IstioProbeSet reads istio-cni's host probe set.
+	IstioProbeSet(ctx context.Context) (probeset.Set, error)
+	// IstioCNISettings says, for the report, how istio-cni is configured
+	// and why.
+	IstioCNISettings() string
+}
+
+// LocalIstioCNI is the local provider's istio-cni setting as the report
+// states it beside the ambient modes' numbers.
+const LocalIstioCNI = "native nftables (global.nativeNftables=true; local provider only: kube-router v2.1.0 rewrites every host ipset each sync, kube-router#1918)"
+
+// IstioCNISettings states istio-cni's native nftables mode (IstioValues).
+func (l *localProvider) IstioCNISettings() string { return LocalIstioCNI }
+
+// IstioProbeSet reads the probe set on this host, which is the node's (the
+// node shares the host's network namespace).
+func (l *localProvider) IstioProbeSet(ctx context.Context) (probeset.Set, error) {
+	return probeset.Read(ctx, probeset.HostRunner)
+}
+
 // IstioValues fits Istio to the local single-node cluster: one istiod
 // without autoscaling and with small requests (two shared cores), and
 // istio-cni chained onto the node's own CNI configuration and plugin
 // directories (both in the state directory; the plugins' are links to the
 // Debian plugins), with the network namespaces where the node's containerd
-// keeps them, and a small ztunnel.
+// keeps them, in native nftables mode (LocalIstioCNI), and a small ztunnel.
+//
+// Native nftables only here: the node's kube-router (v2.1.0, the newest
+// the Go module proxy serves) ends every sync with `ipset save` of all the
+// host's sets and begins the next by restoring and swapping every saved set
+// back (its pkg/utils/ipset.go; kube-router#1918, fixed in v2.6.1), which
+// wipes the pod IPs istio-cni adds to its iptables-mode probe ipset between
+// two syncs; the kubelet's probes of those pods then reach ztunnel
+// unSNATed and STRICT mTLS denies them. In nftables mode the probe set is
+// an nftables set in istio-cni's own table, which ipset never sees. Only
+// istio-cni's chart reads global.nativeNftables for ambient (istiod's uses
+// it for the sidecar's istio-init, which this leaves as it is; ztunnel's
+// chart has no such value).
 func (l *localProvider) IstioValues() map[string]map[string]any {
 	c := l.Config()
 	return map[string]map[string]any{
@@ -187,6 +225,7 @@ func (l *localProvider) IstioValues() map[string]map[string]any {
 			// namespace (a tmpfs of the node's own; localk8s.NodeRunDirs).
 			"cniNetnsDir": "/var/run/netns",
 			"resources":   map[string]any{"requests": map[string]any{"cpu": "50m", "memory": "64Mi"}},
+			"global":      map[string]any{"nativeNftables": true},
 		},
 		"ztunnel": {
 			"resources": map[string]any{"requests": map[string]any{"cpu": "50m", "memory": "64Mi"}},

@@ -11,18 +11,22 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/meshclaims/meshclaims/framework/claims"
 	"github.com/meshclaims/meshclaims/framework/config"
 	"github.com/meshclaims/meshclaims/framework/istio"
 	"github.com/meshclaims/meshclaims/framework/localk8s"
+	"github.com/meshclaims/meshclaims/framework/probeset"
 	"github.com/meshclaims/meshclaims/framework/setup"
 )
 
 // hostCNIState is istio-cni's state on the host that the clean-up must
-// remove: its host chains (nat ISTIO_POSTRT), its probe ipsets, and its
-// plugin in the OS packages' plugin directory (it must go to the node's).
+// remove: its host chains (nat ISTIO_POSTRT) and probe ipsets (iptables
+// mode), its nftables tables with their rules (native nftables mode, the
+// local provider's), and its plugin in the OS packages' plugin directory
+// (it must go to the node's).
 func hostCNIState(t *testing.T, hostBinDir string) []string {
 	t.Helper()
 	var out []string
@@ -44,6 +48,25 @@ func hostCNIState(t *testing.T, hostBinDir string) []string {
 			}
 		}
 	}
+	b, err := exec.Command("nft", "list", "tables").Output()
+	if err != nil {
+		t.Fatalf("nft list tables on the host (Debian's nftables, make local-deps): %v", err)
+	}
+	for _, tb := range localk8s.ParseNftTables(string(b)) {
+		if !strings.HasPrefix(tb.Name, "istio") {
+			continue
+		}
+		out = append(out, "nft table "+tb.String())
+		rules, err := exec.Command("nft", "list", "table", tb.Family, tb.Name).Output()
+		if err != nil {
+			continue // gone between the two reads
+		}
+		for _, l := range strings.Split(string(rules), "\n") {
+			if l = strings.TrimSpace(l); strings.Contains(l, "snat") || strings.HasPrefix(l, "set ") {
+				out = append(out, "nft "+tb.Name+": "+l)
+			}
+		}
+	}
 	if _, err := os.Stat(filepath.Join(hostBinDir, "istio-cni")); err == nil {
 		out = append(out, filepath.Join(hostBinDir, "istio-cni"))
 	}
@@ -57,8 +80,12 @@ func hostCNIState(t *testing.T, hostBinDir string) []string {
 // /proc/1/ns/net in the node's namespace and mounts the node's
 // /var/run/netns HostToContainer), its plugin is chained into the node's
 // CNI configuration and installed in the node's plugin directory, it wrote
-// its host rules and probe ipset (positive control for the clean-up check),
-// and after teardown none of that is left on the host.
+// its host rules and probe set (positive control for the clean-up check) in
+// native nftables mode (the local provider's: table inet istio-ambient-nat,
+// SNAT for the kubelet's UID as read from the node's /proc, no ipset, no
+// ISTIO_ chain), the probe-set detector reads that set and fires for an
+// ambient pod missing from it, and after teardown none of that is left on
+// the host.
 func TestIstioCNIAmbientOnLocalCluster(t *testing.T) {
 	if os.Getenv("MESHCLAIMS_LOCAL") != "1" {
 		t.Skip("set MESHCLAIMS_LOCAL=1 (root) to run istio-cni on a local cluster")
@@ -130,20 +157,64 @@ func TestIstioCNIAmbientOnLocalCluster(t *testing.T) {
 		t.Errorf("istio-cni's plugin is not in the node's plugin directory: %v", err)
 	}
 	// Positive control for the clean-up check below: the agent's host
-	// state is there for it to find (it appears once the agent is up).
+	// state is there for it to find (it appears once the agent is up). In
+	// native nftables mode that is its table with the probe set and the
+	// SNAT rule matching the kubelet's socket UID: the agent found the
+	// process named kubelet in the node's /proc (the chart's /host/proc),
+	// the root-run kubelet's UID 0.
 	var during []string
 	deadline := time.Now().Add(cfg.Timeouts.IstioReady)
 	for {
 		during = hostCNIState(t, node.CNIBinDir)
-		if strings.Contains(strings.Join(during, "\n"), "ipset istio-inpod-probes") && strings.Contains(strings.Join(during, "\n"), "ISTIO_POSTRT") {
+		all := strings.Join(during, "\n")
+		if strings.Contains(all, "nft table inet "+probeset.NftTable) && strings.Contains(all, "set "+probeset.SetV4) &&
+			strings.Contains(all, "skuid 0 ip daddr @"+probeset.SetV4) && strings.Contains(all, "169.254.7.127") {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("istio-cni's host rules and probe ipset never appeared; host has %q", during)
+			t.Fatalf("istio-cni's nftables host table (inet %s: set %s, kubelet SNAT rule) never appeared; host has %q", probeset.NftTable, probeset.SetV4, during)
 		}
 		time.Sleep(time.Second)
 	}
 	t.Logf("istio-cni's host state while running: %q", during)
+	for _, l := range during {
+		// Native nftables mode, not the iptables fallback (the agent falls
+		// back when it finds its ipset, or nft without JSON).
+		if strings.HasPrefix(l, "ipset ") || strings.Contains(l, "ISTIO_") {
+			t.Errorf("istio-cni wrote iptables-mode host state beside its nftables table: %s", l)
+		}
+	}
+
+	// The probe-set detector on the live set: a redirected pod whose IP is
+	// not in it is named (negative control); once istio-cni's set holds
+	// it (added here as the agent adds it, with a pod UID comment) the
+	// detector is silent (positive control); the entry is then removed.
+	set, err := probeset.Read(ctx, probeset.HostRunner)
+	if err != nil || set.Backend != probeset.Nftables {
+		t.Fatalf("probe set on the host: %+v, %v; want istio-cni's nftables set", set, err)
+	}
+	const probeIP = "10.244.255.254" // inside no pod of this run
+	pod := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ambient-l4", Name: "echo-probe-control",
+		Annotations: map[string]string{probeset.RedirectionAnnotation: probeset.RedirectionEnabled}},
+		Status: corev1.PodStatus{PodIP: probeIP, PodIPs: []corev1.PodIP{{IP: probeIP}}}}
+	if m := probeset.Check([]corev1.Pod{pod}, set); len(m) != 1 {
+		t.Errorf("a redirected pod absent from the live set: detector found %v", m)
+	} else {
+		t.Logf("negative control: %v", m[0])
+	}
+	if out, err := exec.Command("nft", "add", "element", "inet", probeset.NftTable, probeset.SetV4,
+		"{ "+probeIP+` comment "00000000-0000-4000-8000-000000000000" }`).CombinedOutput(); err != nil {
+		t.Fatalf("adding %s to the live set: %v: %s", probeIP, err, out)
+	}
+	if set, err = probeset.Read(ctx, probeset.HostRunner); err != nil {
+		t.Fatal(err)
+	}
+	if m := probeset.Check([]corev1.Pod{pod}, set); len(m) != 0 {
+		t.Errorf("the pod's IP is in the live set, yet the detector found %v", m)
+	}
+	if out, err := exec.Command("nft", "delete", "element", "inet", probeset.NftTable, probeset.SetV4, "{ "+probeIP+" }").CombinedOutput(); err != nil {
+		t.Errorf("removing %s from the live set: %v: %s", probeIP, err, out)
+	}
 
 	downed = true
 	if err := down(); err != nil {

@@ -164,30 +164,36 @@ func TestIstiodOnLocalCluster(t *testing.T) {
 
 	t.Run("cni-image", func(t *testing.T) {
 		// install-cni's image runs under the node's containerd and its
-		// iptables tools (Debian's, both back ends) load from its own root
-		// filesystem. The image's own command is left alone (it would
-		// install the CNI plugin on the host); these are --version runs.
+		// iptables tools (Debian's, both back ends) and nft (istio-cni's
+		// native nftables mode, which the local provider uses) load from
+		// its own root filesystem. The image's own command is left alone
+		// (it would install the CNI plugin on the host); these are
+		// --version runs.
 		ns := mode.None.Namespace()
-		for _, tool := range []string{"iptables-nft", "iptables-legacy-save", "ip6tables-nft-restore"} {
+		for _, tv := range [][2]string{
+			{"iptables-nft", "v1.8.9"}, {"iptables-legacy-save", "v1.8.9"}, {"ip6tables-nft-restore", "v1.8.9"},
+			{"nft", "nftables v1.0.6"},
+		} {
+			tool, want := tv[0], tv[1]
 			out, err := runToCompletion(ctx, k.Client, ns, "cni-image-"+tool, "localhost/istio/install-cni:"+istioVersion(t),
 				[]string{"/usr/sbin/" + tool, "--version"}, cfg.Timeouts.WorkloadsReady)
 			if err != nil {
 				t.Errorf("%s in the install-cni image: %v", tool, err)
 				continue
 			}
-			if !strings.Contains(out, "v1.8.9") {
-				t.Errorf("%s --version printed %q, want Debian bookworm's iptables v1.8.9", tool, out)
+			if !strings.Contains(out, want) {
+				t.Errorf("%s --version printed %q, want Debian bookworm's %s", tool, out, want)
 			}
 			t.Logf("install-cni image: %s --version: %s", tool, strings.TrimSpace(out))
 		}
 		// Negative control: a tool the image does not carry fails to start.
 		_, err := runToCompletion(ctx, k.Client, ns, "cni-image-missing", "localhost/istio/install-cni:"+istioVersion(t),
-			[]string{"/usr/sbin/nft", "--version"}, cfg.Timeouts.WorkloadsReady)
+			[]string{"/usr/sbin/tcpdump", "--version"}, cfg.Timeouts.WorkloadsReady)
 		switch {
 		case err == nil:
-			t.Errorf("/usr/sbin/nft ran in the install-cni image, which does not carry it")
-		case !strings.Contains(err.Error(), "/usr/sbin/nft"):
-			t.Errorf("/usr/sbin/nft failed, but not for being absent: %v", err)
+			t.Errorf("/usr/sbin/tcpdump ran in the install-cni image, which does not carry it")
+		case !strings.Contains(err.Error(), "/usr/sbin/tcpdump"):
+			t.Errorf("/usr/sbin/tcpdump failed, but not for being absent: %v", err)
 		default:
 			t.Logf("negative control: %v", err)
 		}

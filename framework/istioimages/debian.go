@@ -32,6 +32,25 @@ var IptablesPackages = []string{
 	"libnfnetlink0", "libnftnl11", "libc6", "libgcc-s1", "netbase",
 }
 
+// NftablesPackages give the same images the nft tool that istio-cni runs in
+// native nftables mode (global.nativeNftables: its host rules, probe set
+// and in-pod rules go through sigs.k8s.io/knftables, which execs `nft`, and
+// the node agent checks `nft --json list tables` before choosing nftables):
+// nftables and its Depends closed over as for IptablesPackages, less what
+// IptablesPackages already has (libc6, libmnl0, libnftnl11, libxtables12).
+// libjansson4 is nft's JSON support; libedit2 (with libbsd0, libmd0,
+// libtinfo6) its interactive mode, which nft links whether used or not.
+var NftablesPackages = []string{
+	"nftables", "libnftables1", "libjansson4", "libgmp10", "libedit2", "libbsd0", "libmd0", "libtinfo6",
+}
+
+// BasePackages are the root filesystem of install-cni's and proxyv2's
+// images: Istio's own "iptables" base image has iptables, ip6tables and
+// nftables-slim (docker/iptables.yaml), and so does this one.
+func BasePackages() []string {
+	return append(slices.Clone(IptablesPackages), NftablesPackages...)
+}
+
 // Package is one Debian package unpacked into a root filesystem.
 type Package struct {
 	Name         string `json:"name"`

@@ -25,7 +25,8 @@ import (
 //     tools/packaging/common/envoy_bootstrap.json;
 //   - ISTIO_META_ISTIO_PROXY_SHA naming the proxy build;
 //   - the iptables tools istio-init runs and the glibc Envoy links (Istio's
-//     base image has both; here the Debian packages of IptablesPackages);
+//     base image has both, and nft; here the Debian packages of
+//     BasePackages);
 //   - user istio-proxy (1337), owning the directories pilot-agent writes
 //     (the sidecar template mounts emptyDirs over most of them; a gateway
 //     or a run outside Kubernetes finds them writable too).
@@ -45,8 +46,8 @@ type ProxyParts struct {
 	BootstrapTemplate string
 	// PilotAgentVersion is what `pilot-agent version` says (PilotAgentVersion).
 	PilotAgentVersion string
-	// RootFS holds glibc and the iptables tools (DebianRootFS of
-	// IptablesPackages); Packages are what went in.
+	// RootFS holds glibc and the iptables and nftables tools (DebianRootFS
+	// of BasePackages); Packages are what went in.
 	RootFS   string
 	Packages []Package
 }

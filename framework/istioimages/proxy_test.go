@@ -209,7 +209,7 @@ func TestRealProxyImage(t *testing.T) {
 		}
 	}
 	arch, _ := DebianArch(runtime.GOARCH)
-	rootfs, pkgs, err := DebianRootFS(ctx, cache, arch, IptablesPackages)
+	rootfs, pkgs, err := DebianRootFS(ctx, cache, arch, BasePackages())
 	if err != nil {
 		t.Skip("Debian packages unavailable here:", err)
 	}

@@ -97,7 +97,7 @@ func CheckHost(c Config) error {
 			missing = append(missing, p)
 		}
 	}
-	for _, prog := range []string{"iptables", "iptables-save", "iptables-restore", "ip6tables", "ipset", "ip", "conntrack", "nsenter"} {
+	for _, prog := range []string{"iptables", "iptables-save", "iptables-restore", "ip6tables", "ipset", "nft", "ip", "conntrack", "nsenter"} {
 		if _, err := exec.LookPath(prog); err != nil {
 			missing = append(missing, prog)
 		}
@@ -501,6 +501,19 @@ func (k *Cluster) ExportLogs(ctx context.Context, dir string) error {
 			errs = append(errs, err)
 		}
 	}
+	// The node's packet filtering as the host has it (the node shares the
+	// host's network namespace): kube-proxy's and kube-router's iptables
+	// rules, kube-router's and istio-cni's ipsets, istio-cni's nftables
+	// tables in native nftables mode (its probe set and SNAT rule).
+	var nf strings.Builder
+	for _, c := range [][]string{{"iptables-save"}, {"ipset", "save"}, {"nft", "list", "ruleset"}} {
+		out, err := run(ctx, c[0], c[1:]...)
+		fmt.Fprintf(&nf, "### %s\n%s\n", strings.Join(c, " "), out)
+		if err != nil {
+			fmt.Fprintf(&nf, "(%v)\n", err)
+		}
+	}
+	errs = append(errs, os.WriteFile(filepath.Join(dir, "host-netfilter.txt"), []byte(nf.String()), 0o644))
 	if k.rest != nil {
 		cs, err := kubernetes.NewForConfig(k.RESTConfig())
 		if err == nil {

@@ -32,6 +32,8 @@ type HostState struct {
 	IPTables map[string]string
 	// IPSets are the names `ipset list -n` prints.
 	IPSets []string
+	// NftTables are the tables `nft list tables` prints.
+	NftTables []NftTable
 	// Links are network interfaces with the bridge they are enslaved to.
 	Links []Link
 	// CgroupDirs are directories under the cgroup mounts named like the
@@ -159,6 +161,25 @@ type Mount struct {
 	Propagation string
 }
 
+// NftTable is one nftables table.
+type NftTable struct {
+	Family, Name string
+}
+
+func (t NftTable) String() string { return t.Family + " " + t.Name }
+
+// ParseNftTables reads `nft list tables` output: "table <family> <name>"
+// lines.
+func ParseNftTables(out string) []NftTable {
+	var ts []NftTable
+	for _, l := range strings.Split(out, "\n") {
+		if f := strings.Fields(l); len(f) == 3 && f[0] == "table" {
+			ts = append(ts, NftTable{Family: f[1], Name: f[2]})
+		}
+	}
+	return ts
+}
+
 // Link is one network interface.
 type Link struct {
 	Name, Master string
@@ -213,6 +234,16 @@ func Observe(ctx context.Context, c Config) (HostState, error) {
 	}
 	if out, err := run(ctx, "ipset", "list", "-n"); err == nil {
 		s.IPSets = strings.Fields(out)
+	}
+	// istio-cni's node agent writes its nftables tables with the nft of
+	// its own image, so a host without nft may still have them: not
+	// being able to look is an error, not a clean host.
+	if _, err := exec.LookPath("nft"); err != nil {
+		errs = append(errs, fmt.Errorf("localk8s: no nft on the host to list istio-cni's nftables tables with: install Debian's nftables (make local-deps)"))
+	} else if out, err := run(ctx, "nft", "list", "tables"); err == nil {
+		s.NftTables = ParseNftTables(out)
+	} else {
+		errs = append(errs, fmt.Errorf("localk8s: reading the host's nftables tables (istio-cni's in native nftables mode): %w", err))
 	}
 	if s.Links, err = listLinks(); err != nil {
 		errs = append(errs, err)

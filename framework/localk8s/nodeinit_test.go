@@ -107,7 +107,8 @@ func TestPlanWipeRootPropagation(t *testing.T) {
 }
 
 // istio-cni's host rules (cni/pkg/iptables/testdata/hostprobe.golden in
-// istio/istio, as iptables-save prints them) and its probe ipsets go.
+// istio/istio, as iptables-save prints them), its probe ipsets and, in
+// native nftables mode, its nftables table go.
 func TestWipeRemovesIstioCNIHostState(t *testing.T) {
 	save := `*nat
 :PREROUTING ACCEPT [0:0]
@@ -128,6 +129,17 @@ COMMIT
 		if IsClusterIPSet(name) != want {
 			t.Errorf("IsClusterIPSet(%s) = %v", name, !want)
 		}
+	}
+	// Native nftables mode: its table on the host, as `nft list tables`
+	// prints it (Debian's nft 1.0.6), goes; a table of someone else's stays.
+	tables := ParseNftTables("table ip filter\ntable inet istio-ambient-nat\ntable inet firewalld\n")
+	p := PlanWipe(HostState{NftTables: tables}, testConfig(t), 0)
+	if len(p.DeleteNftTables) != 1 || p.DeleteNftTables[0] != (NftTable{"inet", "istio-ambient-nat"}) || p.Empty() ||
+		!strings.Contains(p.String(), "nft tables: inet istio-ambient-nat") {
+		t.Errorf("nft tables %v parsed into plan %v (%s)", tables, p.DeleteNftTables, p)
+	}
+	if p := PlanWipe(HostState{NftTables: ParseNftTables("table ip filter\n")}, testConfig(t), 0); !p.Empty() {
+		t.Errorf("a host with only its own nft table gives a plan:\n%s", p)
 	}
 	for _, d := range NodeRunDirs {
 		if !slices.Contains(HostPaths, d) {

@@ -1,11 +1,14 @@
 package localk8s
 
 import (
+	"context"
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
 	"net"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -405,5 +408,28 @@ func TestParseMountinfo(t *testing.T) {
 	}
 	if _, err := ParseMountinfo(strings.NewReader("garbage\n")); err == nil {
 		t.Error("malformed line accepted")
+	}
+}
+
+// ExportLogs records the host's packet filtering (the node's, which shares
+// the host's network namespace): iptables rules, ipsets, nftables ruleset,
+// each under its command, a failing command's error beside it.
+func TestExportLogsRecordsHostNetfilter(t *testing.T) {
+	k, err := New(Config{Name: "unit-export"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := k.ExportLogs(context.Background(), dir); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "host-netfilter.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"### iptables-save\n", "### ipset save\n", "### nft list ruleset\n"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("host-netfilter.txt lacks %q:\n%s", want, b)
+		}
 	}
 }

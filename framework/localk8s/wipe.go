@@ -27,8 +27,11 @@ type WipePlan struct {
 	// script per table that deletes the cluster's rules from the built-in
 	// chains and then flushes and deletes its chains.
 	IPTablesRestore map[string]map[string]string
-	// DestroyIPSets are kube-router's ipsets.
+	// DestroyIPSets are kube-router's ipsets and istio-cni's (iptables mode).
 	DestroyIPSets []string
+	// DeleteNftTables are istio-cni's nftables tables on the host (native
+	// nftables mode: its probe set and SNAT rule).
+	DeleteNftTables []NftTable
 	// DeleteLinks are the interfaces attached to the bridge, then the bridge.
 	DeleteLinks []string
 	// RemoveCgroups are the kubelet's cgroup directories, deepest first.
@@ -48,7 +51,7 @@ type WipePlan struct {
 // Empty reports whether nothing is left to wipe.
 func (p WipePlan) Empty() bool {
 	return len(p.Kill) == 0 && len(p.Unmount) == 0 && len(p.IPTablesRestore) == 0 &&
-		len(p.DestroyIPSets) == 0 && len(p.DeleteLinks) == 0 && len(p.RemoveCgroups) == 0 &&
+		len(p.DestroyIPSets) == 0 && len(p.DeleteNftTables) == 0 && len(p.DeleteLinks) == 0 && len(p.RemoveCgroups) == 0 &&
 		len(p.RemovePaths) == 0 && len(p.RestoreSysctls) == 0 && p.RemoveStateDir == "" &&
 		p.RestoreRootPropagation == ""
 }
@@ -73,6 +76,11 @@ func (p WipePlan) String() string {
 		line(bin+" tables", sortedKeys(p.IPTablesRestore[bin]))
 	}
 	line("ipsets", p.DestroyIPSets)
+	var tables []string
+	for _, t := range p.DeleteNftTables {
+		tables = append(tables, t.String())
+	}
+	line("nft tables", tables)
 	line("interfaces", p.DeleteLinks)
 	line("cgroups", p.RemoveCgroups)
 	line("paths", p.RemovePaths)
@@ -142,6 +150,12 @@ func PlanWipe(s HostState, c Config, selfPID int) WipePlan {
 	for _, set := range s.IPSets {
 		if IsClusterIPSet(set) {
 			p.DestroyIPSets = append(p.DestroyIPSets, set)
+		}
+	}
+
+	for _, t := range s.NftTables {
+		if IsClusterNftTable(t) {
+			p.DeleteNftTables = append(p.DeleteNftTables, t)
 		}
 	}
 
@@ -289,6 +303,14 @@ func IsClusterIPSet(name string) bool {
 	return false
 }
 
+// IsClusterNftTable reports whether an nftables table on the host is one
+// the cluster creates: istio-cni's in native nftables mode (table inet
+// istio-ambient-nat, with its probe set and the kubelet's SNAT rule;
+// cni/pkg/nftables in istio/istio names all its tables istio-*). The
+// cluster's other programs use iptables (kube-proxy's iptables mode,
+// kube-router v2.1.0), whose tables iptables-save covers.
+func IsClusterNftTable(t NftTable) bool { return strings.HasPrefix(t.Name, "istio-") }
+
 // Wipe removes everything of cluster c from the host and then checks that
 // nothing is left, returning the leftovers in the error if something is.
 func Wipe(ctx context.Context, c Config) error {
@@ -357,6 +379,11 @@ func Execute(ctx context.Context, plan WipePlan) error {
 	}
 	for _, set := range plan.DestroyIPSets {
 		if _, err := run(ctx, "ipset", "destroy", set); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, t := range plan.DeleteNftTables {
+		if _, err := run(ctx, "nft", "delete", "table", t.Family, t.Name); err != nil && !strings.Contains(err.Error(), "No such file or directory") {
 			errs = append(errs, err)
 		}
 	}

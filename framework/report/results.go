@@ -63,6 +63,11 @@ type Environment struct {
 	// nobody reads upstream Envoy's numbers as istio-proxy's. Nil when no
 	// Istio ran.
 	Proxy *ProxyRan `json:"proxy,omitempty"`
+	// IstioCNI says how istio-cni ran where a run set it apart from
+	// Istio's defaults (the local provider's native nftables mode, and
+	// the probe set seen on the host), so the ambient modes' numbers are
+	// read with it. Empty: no ambient install, or Istio's defaults.
+	IstioCNI string `json:"istio_cni,omitempty"`
 }
 
 // ProxyRan says which proxy a run's proxyv2 image carried.

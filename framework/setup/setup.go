@@ -270,7 +270,7 @@ func (s *Suite) up(ctx context.Context) error {
 		if _, ok := o.(*appsv1.Deployment); ok {
 			s.logf("workloads: waiting for %s/%s", o.GetNamespace(), o.GetName())
 			if err := k.WaitAvailable(ctx, o.GetNamespace(), cfg.Timeouts.WorkloadsReady, o.GetName()); err != nil {
-				return err
+				return s.diagnoseNotReady(ctx, k, o.GetNamespace(), err)
 			}
 		}
 	}
@@ -393,6 +393,9 @@ func (s *Suite) installIstio(ctx context.Context, p istio.Profile, only []istio.
 	}
 	if err != nil {
 		return err
+	}
+	if p == istio.ProfileAmbient && (only == nil || slices.Contains(only, istio.ChartCNI)) {
+		s.recordIstioCNI(ctx)
 	}
 	return s.recordIstioImages(ctx)
 }

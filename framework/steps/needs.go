@@ -3,6 +3,7 @@ package steps
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/meshclaims/meshclaims/fixtures"
 	"github.com/meshclaims/meshclaims/framework/mode"
@@ -141,7 +142,12 @@ func UnderNetPol(ctx context.Context, r *spec.Run, policy *networkingv1.NetworkP
 	if err := AwaitApplied(ctx, r, policy); err != nil {
 		return verdict.Measurement{}, err
 	}
-	return ProbeOutcome(ctx, r, InMesh(r), url)
+	t0 := time.Now()
+	got, err := ProbeOutcome(ctx, r, InMesh(r), url)
+	if err != nil {
+		return got, err
+	}
+	return netpolOutcome(ctx, r, got, t0), nil
 }
 
 // PositiveControl waits (Timeouts.PolicyRestore) until client c gets a 200

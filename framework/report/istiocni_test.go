@@ -1,0 +1,55 @@
+package report
+
+import (
+	"bytes"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/meshclaims/meshclaims/framework/claims"
+	"github.com/meshclaims/meshclaims/framework/mode"
+	"github.com/meshclaims/meshclaims/framework/verdict"
+)
+
+// istio-cni's setting is stated in the environment and beside the ambient
+// modes' measurements, not beside mode none's; without one nothing is said.
+func TestMarkdownStatesIstioCNI(t *testing.T) {
+	data, err := os.ReadFile(registryPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := claims.Parse(data, "claims.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const cni = "native nftables (local provider only: kube-router#1918); probe set seen on the host: nftables set inet istio-ambient-nat istio-inpod-probes-v4"
+	entry := func(m mode.Mode) Entry {
+		return Entry{Verdict: verdict.Verdict{Claim: "mtls.plaintext-blocked", Mode: m, Result: verdict.Recorded, MeasuredText: "EOF"}, Metric: claims.Outcome}
+	}
+	res := &Results{Environment: Environment{RunID: "r", Provider: "local", Modes: []mode.Mode{mode.None, mode.AmbientL4}, IstioCNI: cni},
+		Entries: []Entry{entry(mode.None), entry(mode.AmbientL4)}, Summary: map[verdict.Result]int{verdict.Recorded: 2}}
+	var b bytes.Buffer
+	if err := Markdown(&b, res, reg); err != nil {
+		t.Fatal(err)
+	}
+	md := b.String()
+	ambient := md[strings.Index(md, "## Mode ambient-l4"):]
+	none := md[strings.Index(md, "## Mode none"):strings.Index(md, "## Mode ambient-l4")]
+	if !strings.Contains(md, "| istio-cni | "+cni+" |") {
+		t.Errorf("environment lacks istio-cni:\n%s", md)
+	}
+	if !strings.Contains(ambient, "Measured with istio-cni: "+cni+".") {
+		t.Errorf("ambient-l4 section does not state istio-cni:\n%s", ambient)
+	}
+	if strings.Contains(none, "istio-cni") {
+		t.Errorf("mode none's section states istio-cni:\n%s", none)
+	}
+	res.Environment.IstioCNI = ""
+	b.Reset()
+	if err := Markdown(&b, res, reg); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "istio-cni") {
+		t.Errorf("no setting, yet the report states one:\n%s", b.String())
+	}
+}
