@@ -82,8 +82,9 @@ func TestStepsOnLocalCluster(t *testing.T) {
 	// "not-honoured" from real answers, the ambient-l4 outcome.
 	t.Run("L7 features without an L7 proxy are not applied", func(t *testing.T) {
 		url := "http://" + fixtures.CanaryName + "." + mode.None.Namespace() + ":8080" + fixtures.DebugPath
-		c := steps.InMeshOf(nil, mode.None) // the no-mesh client; InMeshOf reads only the mode
-		hr, err := steps.HeaderRouting(ctx, run(t, "l7.header-routing"), c, url)
+		hrRun := run(t, "l7.header-routing")
+		c := steps.InMeshOf(hrRun, mode.None) // the no-mesh client
+		hr, err := steps.HeaderRouting(ctx, hrRun, c, url)
 		if err != nil || hr.Outcome != steps.SplitNotHonoured {
 			t.Errorf("header routing: %+v, %v", hr, err)
 		}
