@@ -201,3 +201,25 @@ func TestEnvoyRouteFromVirtualService(t *testing.T) {
 		}
 	}
 }
+
+// The name a real sidecar's routes carry for a mesh HTTPRoute (parentRef
+// Service echo-canary port 8080), as the local cluster's fortio-client
+// sidecar printed it: istiod's merged VirtualService, not the HTTPRoute's.
+func TestHTTPRouteFromMeshMergedName(t *testing.T) {
+	const seen = "/apis/networking.istio.io/v1/namespaces/meshclaims-sidecar/virtual-service/meshclaims-sidecar~8080~echo-canary.meshclaims-sidecar.svc.cluster.local"
+	name := MeshRouteName("meshclaims-sidecar", "echo-canary", 8080)
+	if !HTTPRouteFrom("meshclaims-sidecar", "echo-canary-header", name)(seen) {
+		t.Errorf("merged name %q does not match %s", name, seen)
+	}
+	// Negative controls: without the Service parent's name, another port,
+	// another Service.
+	for what, m := range map[string]func(string) bool{
+		"no mesh names": HTTPRouteFrom("meshclaims-sidecar", "echo-canary-header"),
+		"port 8079":     HTTPRouteFrom("meshclaims-sidecar", "echo-canary-header", MeshRouteName("meshclaims-sidecar", "echo-canary", 8079)),
+		"service echo":  HTTPRouteFrom("meshclaims-sidecar", "echo-canary-header", MeshRouteName("meshclaims-sidecar", "echo", 8080)),
+	} {
+		if m(seen) {
+			t.Errorf("%s matched %s", what, seen)
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/meshclaims/meshclaims/fixtures"
 	"github.com/meshclaims/meshclaims/framework/converge"
@@ -151,12 +152,12 @@ func pushedCondition(m *spec.Cluster, r *spec.Run, obj client.Object, present bo
 	case kind == "HTTPRoute" && md == mode.Sidecar:
 		return fmt.Sprintf("the client's sidecar to %s routes from HTTPRoute %s/%s", verb, ns, name),
 			envoyEach(m.Kube, ns, clientSel, present, func(d string) (bool, string, error) {
-				return proxydump.EnvoyRouteFrom(d, proxydump.HTTPRouteFrom(ns, name))
+				return proxydump.EnvoyRouteFrom(d, proxydump.HTTPRouteFrom(ns, name, meshRouteNames(obj, ns)...))
 			}), ""
 	case kind == "HTTPRoute" && md == mode.AmbientL7:
 		return fmt.Sprintf("the waypoint's Envoy to %s routes from HTTPRoute %s/%s", verb, ns, name),
 			envoyEach(m.Kube, ns, LabelGatewayName+"="+fixtures.WaypointName, present, func(d string) (bool, string, error) {
-				return proxydump.EnvoyRouteFrom(d, proxydump.HTTPRouteFrom(ns, name))
+				return proxydump.EnvoyRouteFrom(d, proxydump.HTTPRouteFrom(ns, name, meshRouteNames(obj, ns)...))
 			}), ""
 	case kind == "NetworkPolicy" && r.Env.Config.Provider == "local":
 		np, _ := obj.(*networkingv1.NetworkPolicy)
@@ -168,6 +169,27 @@ func pushedCondition(m *spec.Cluster, r *spec.Run, obj client.Object, present bo
 	}
 	return fmt.Sprintf("%s %s/%s to reach mode %s's proxies", kind, ns, name, md), nil,
 		"no proxy in mode " + string(md) + " carries a " + kind + " the suite can read: documented bounded wait"
+}
+
+// meshRouteNames are the merged VirtualService names of an HTTPRoute's
+// Service parents (proxydump.MeshRouteName).
+func meshRouteNames(obj client.Object, ns string) []string {
+	hr, ok := obj.(*gatewayv1.HTTPRoute)
+	if !ok {
+		return nil
+	}
+	var out []string
+	for _, p := range hr.Spec.ParentRefs {
+		if p.Kind == nil || *p.Kind != "Service" || p.Port == nil {
+			continue
+		}
+		pns := ns
+		if p.Namespace != nil {
+			pns = string(*p.Namespace)
+		}
+		out = append(out, proxydump.MeshRouteName(pns, string(p.Name), int32(*p.Port)))
+	}
+	return out
 }
 
 // istioNamespace is Istio's root namespace, where the static strict policy lives.
