@@ -243,11 +243,6 @@ func (e *Engine) attribute(ctx context.Context, run *Run) error {
 	return nil
 }
 
-// ErrInitialErrors is what Run's error wraps when a load without
-// AllowInitialErrors is aborted because its warm-up got a non-2xx answer
-// (fortio's "warmup error" without -allow-initial-errors).
-var ErrInitialErrors = errors.New("aborted on initial errors")
-
 // preflight emulates fortio's abort-on-initial-error warm-up.
 func (e *Engine) preflight(ctx context.Context, spec Spec) (*preflightRecord, error) {
 	body := spec.restBody()
@@ -271,7 +266,7 @@ func (e *Engine) preflight(ctx context.Context, spec Spec) (*preflightRecord, er
 	}
 	if len(bad) > 0 {
 		sort.Strings(bad)
-		return pf, fmt.Errorf("%w: preflight of %d requests to %s got non-2xx codes %v; set AllowInitialErrors to run anyway", ErrInitialErrors, spec.Connections, spec.URL, bad)
+		return pf, fmt.Errorf("preflight of %d requests to %s got non-2xx codes %v; set AllowInitialErrors to run anyway", spec.Connections, spec.URL, bad)
 	}
 	return pf, nil
 }
