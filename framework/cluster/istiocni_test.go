@@ -67,8 +67,8 @@ func TestLocalIstioCNIIsNativeNftables(t *testing.T) {
 	}
 	g, _ := cv[istio.ChartIstiod]["global"].(map[string]any)
 	px, _ := g["proxy"].(map[string]any)
-	if res, _ := px["resources"].(map[string]any); res == nil || res["requests"].(map[string]any)["cpu"] != "10m" {
-		t.Errorf("local provider's istiod values do not set the sidecar's CPU request 10m: %v", cv[istio.ChartIstiod])
+	if res, _ := px["resources"].(map[string]any); res == nil || res["requests"].(map[string]any)["cpu"] != LocalCPURequest {
+		t.Errorf("local provider's istiod values do not set the sidecar's CPU request %s: %v", LocalCPURequest, cv[istio.ChartIstiod])
 	}
 	if got := native(cv); got != "true" {
 		t.Errorf("istio-cni-config NATIVE_NFTABLES = %q with the local provider's values, want \"true\"", got)

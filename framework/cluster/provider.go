@@ -154,13 +154,18 @@ type WorkloadSizer interface {
 	WorkloadCPURequest() (quantity, why string)
 }
 
-// WorkloadCPURequest: two shared cores cannot hold the requests of every
-// mode's namespace at GUIDE's 50m (none, one meshed mode and the outside
-// client are 38 pods, 1.9 cores, before the sidecars); 10m keeps them all
-// schedulable. Limits stay GUIDE's (300m), so a pod's share under load is
-// what GUIDE's was.
+// LocalCPURequest is the CPU request of every workload container and every
+// injected sidecar on the local node: two shared cores cannot hold the
+// requests of every mode's namespace at GUIDE's 50m (none, one meshed mode
+// and the outside client are 38 pods, 1.9 cores, before the sidecars); 10m
+// keeps them all schedulable. Limits stay GUIDE's (300m) and the chart's,
+// so a pod's share under load is what it was.
+const LocalCPURequest = "10m"
+
+// WorkloadCPURequest is LocalCPURequest, with the reason the report states.
 func (l *localProvider) WorkloadCPURequest() (string, string) {
-	return "10m", "the local node has 2 shared cores: workload CPU requests 10m instead of GUIDE's 50m (limits GUIDE's 300m), sidecar CPU requests 10m instead of the chart's 100m"
+	return LocalCPURequest, "the local node has 2 shared cores: workload CPU requests " + LocalCPURequest +
+		" instead of GUIDE's 50m (limits GUIDE's 300m), sidecar CPU requests " + LocalCPURequest + " instead of the chart's 100m"
 }
 
 // IstioCNIHost is implemented by providers whose nodes' host is the one the
@@ -216,7 +221,7 @@ func (l *localProvider) IstioValues() map[string]map[string]any {
 			// The injected istio-init and istio-proxy request 100m each by
 			// default: 18 sidecar pods would ask for 1.8 of the 2 cores.
 			// Requests only; the limits stay the chart's.
-			"global": map[string]any{"proxy": map[string]any{"resources": map[string]any{"requests": map[string]any{"cpu": "10m", "memory": "128Mi"}}}},
+			"global": map[string]any{"proxy": map[string]any{"resources": map[string]any{"requests": map[string]any{"cpu": LocalCPURequest, "memory": "128Mi"}}}},
 		},
 		"cni": {
 			"cniBinDir":  c.Layout().CNIBinDir(),
