@@ -2,11 +2,9 @@ package istiod_test
 
 import (
 	"context"
-	"flag"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -14,12 +12,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/meshclaims/meshclaims/framework/claims"
-	"github.com/meshclaims/meshclaims/framework/config"
 	"github.com/meshclaims/meshclaims/framework/istio"
 	"github.com/meshclaims/meshclaims/framework/localk8s"
 	"github.com/meshclaims/meshclaims/framework/probeset"
-	"github.com/meshclaims/meshclaims/framework/setup"
+	"github.com/meshclaims/meshclaims/framework/setup/setuptest"
 )
 
 // hostCNIState is istio-cni's state on the host that the clean-up must
@@ -87,43 +83,13 @@ func hostCNIState(t *testing.T, hostBinDir string) []string {
 // ambient pod missing from it, and after teardown none of that is left on
 // the host.
 func TestIstioCNIAmbientOnLocalCluster(t *testing.T) {
-	if os.Getenv("MESHCLAIMS_LOCAL") != "1" {
-		t.Skip("set MESHCLAIMS_LOCAL=1 (root) to run istio-cni on a local cluster")
-	}
-	archives, charts := os.Getenv("MESHCLAIMS_ISTIO_IMAGES"), os.Getenv("MESHCLAIMS_ISTIO_CHARTS")
-	if archives == "" || charts == "" {
-		t.Fatal("MESHCLAIMS_ISTIO_IMAGES (make istio-images' bin/istio/images) and MESHCLAIMS_ISTIO_CHARTS (the istio.io/istio module directory) must be set; make e2e-local sets them")
-	}
-	_, here, _, _ := runtime.Caller(0)
-	root := filepath.Join(filepath.Dir(here), "..", "..")
-	fs := flag.NewFlagSet("istio-cni", flag.ContinueOnError)
-	cfg := config.Register(fs)
-	if err := fs.Parse([]string{"-mode=none", "-provider=local", "-cluster-name=meshclaims-cni",
-		"-results=" + t.TempDir(), "-run-id=istio-cni", "-istio-version=" + istioVersion(t),
-		"-istio-hub=localhost/istio", "-istio-tag=" + istioVersion(t), "-image-archives=" + archives, "-istio-charts=" + charts}); err != nil {
-		t.Fatal(err)
-	}
-	if err := cfg.Validate(root, time.Now()); err != nil {
-		t.Fatal(err)
-	}
-	reg, err := claims.Load(cfg.ClaimsFile)
-	if err != nil {
-		t.Fatal(err)
-	}
+	setuptest.RequireLocal(t, "istio-cni")
+	l := setuptest.Up(t, append([]string{"-mode=none", "-cluster-name=meshclaims-cni", "-run-id=istio-cni"}, setuptest.IstioFlags(t)...)...)
 	ctx := context.Background()
-	s, err := setup.Up(ctx, cfg, reg, testWriter{t})
+	s, cfg := l.Suite, l.Config
+	// Torn down below to check the host afterwards; the cleanup's Down then
+	// returns the same result (Down runs once).
 	down := func() error { return s.Down(context.Background(), t.Failed()) }
-	downed := false
-	t.Cleanup(func() {
-		if !downed {
-			if err := down(); err != nil {
-				t.Errorf("tear-down: %v", err)
-			}
-		}
-	})
-	if err != nil {
-		t.Fatalf("set-up: %v", err)
-	}
 	lc, ok := s.Provider().(interface{ Config() localk8s.Config })
 	if !ok {
 		t.Fatalf("provider %T is not the local cluster", s.Provider())
@@ -216,7 +182,6 @@ func TestIstioCNIAmbientOnLocalCluster(t *testing.T) {
 		t.Errorf("removing %s from the live set: %v: %s", probeIP, err, out)
 	}
 
-	downed = true
 	if err := down(); err != nil {
 		t.Fatalf("tear-down: %v", err)
 	}

@@ -3,13 +3,11 @@ package istiod_test
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -23,21 +21,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/meshclaims/meshclaims/fixtures"
-	"github.com/meshclaims/meshclaims/framework/claims"
-	"github.com/meshclaims/meshclaims/framework/config"
 	"github.com/meshclaims/meshclaims/framework/istio"
 	"github.com/meshclaims/meshclaims/framework/istiod"
 	"github.com/meshclaims/meshclaims/framework/istioimages"
 	"github.com/meshclaims/meshclaims/framework/mode"
-	"github.com/meshclaims/meshclaims/framework/setup"
+	"github.com/meshclaims/meshclaims/framework/setup/setuptest"
 )
-
-type testWriter struct{ t *testing.T }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
-}
 
 // meshedModes are the modes whose namespaces istiod serves.
 var meshedModes = []mode.Mode{mode.Sidecar, mode.AmbientL4, mode.AmbientL7}
@@ -67,40 +56,10 @@ var meshedModes = []mode.Mode{mode.Sidecar, mode.AmbientL4, mode.AmbientL7}
 // istio-images' directory) and MESHCLAIMS_ISTIO_CHARTS (the same
 // istio.io/istio module); make e2e-local sets all three.
 func TestIstiodOnLocalCluster(t *testing.T) {
-	if os.Getenv("MESHCLAIMS_LOCAL") != "1" {
-		t.Skip("set MESHCLAIMS_LOCAL=1 (root) to run istiod on a local cluster")
-	}
-	archives, charts := os.Getenv("MESHCLAIMS_ISTIO_IMAGES"), os.Getenv("MESHCLAIMS_ISTIO_CHARTS")
-	if archives == "" || charts == "" {
-		t.Fatal("MESHCLAIMS_ISTIO_IMAGES (make istio-images' bin/istio/images) and MESHCLAIMS_ISTIO_CHARTS (the istio.io/istio module directory) must be set; make e2e-local sets them")
-	}
-	_, here, _, _ := runtime.Caller(0)
-	root := filepath.Join(filepath.Dir(here), "..", "..")
-	fs := flag.NewFlagSet("istiod", flag.ContinueOnError)
-	cfg := config.Register(fs)
-	if err := fs.Parse([]string{"-mode=none", "-provider=local", "-cluster-name=meshclaims-istiod",
-		"-results=" + t.TempDir(), "-run-id=istiod", "-istio-version=" + istioVersion(t),
-		"-istio-hub=localhost/istio", "-istio-tag=" + istioVersion(t), "-image-archives=" + archives, "-istio-charts=" + charts}); err != nil {
-		t.Fatal(err)
-	}
-	if err := cfg.Validate(root, time.Now()); err != nil {
-		t.Fatal(err)
-	}
-	reg, err := claims.Load(cfg.ClaimsFile)
-	if err != nil {
-		t.Fatal(err)
-	}
+	setuptest.RequireLocal(t, "istiod")
+	l := setuptest.Up(t, append([]string{"-mode=none", "-cluster-name=meshclaims-istiod", "-run-id=istiod"}, setuptest.IstioFlags(t)...)...)
 	ctx := context.Background()
-	out := testWriter{t}
-	s, err := setup.Up(ctx, cfg, reg, out)
-	t.Cleanup(func() {
-		if err := s.Down(context.Background(), t.Failed()); err != nil {
-			t.Errorf("tear-down: %v", err)
-		}
-	})
-	if err != nil {
-		t.Fatalf("set-up: %v", err)
-	}
+	s, cfg := l.Suite, l.Config
 	t0 := time.Now()
 	if err := s.InstallIstio(ctx, istio.ProfileDefault); err != nil {
 		t.Fatalf("installing Istio: %v", err)
@@ -155,8 +114,8 @@ func TestIstiodOnLocalCluster(t *testing.T) {
 		}
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if v := string(body); !strings.HasPrefix(v, istioVersion(t)+"-") {
-			t.Errorf("istiod reports version %q, want %s-<commit>-Clean", v, istioVersion(t))
+		if v := string(body); !strings.HasPrefix(v, setuptest.IstioVersion(t)+"-") {
+			t.Errorf("istiod reports version %q, want %s-<commit>-Clean", v, setuptest.IstioVersion(t))
 		} else {
 			t.Logf("istiod reports version %s", v)
 		}
@@ -175,7 +134,7 @@ func TestIstiodOnLocalCluster(t *testing.T) {
 			{"nft", "nftables v1.0.6"},
 		} {
 			tool, want := tv[0], tv[1]
-			out, err := runToCompletion(ctx, k.Client, ns, "cni-image-"+tool, "localhost/istio/install-cni:"+istioVersion(t),
+			out, err := runToCompletion(ctx, k.Client, ns, "cni-image-"+tool, "localhost/istio/install-cni:"+setuptest.IstioVersion(t),
 				[]string{"/usr/sbin/" + tool, "--version"}, cfg.Timeouts.WorkloadsReady)
 			if err != nil {
 				t.Errorf("%s in the install-cni image: %v", tool, err)
@@ -187,7 +146,7 @@ func TestIstiodOnLocalCluster(t *testing.T) {
 			t.Logf("install-cni image: %s --version: %s", tool, strings.TrimSpace(out))
 		}
 		// Negative control: a tool the image does not carry fails to start.
-		_, err := runToCompletion(ctx, k.Client, ns, "cni-image-missing", "localhost/istio/install-cni:"+istioVersion(t),
+		_, err := runToCompletion(ctx, k.Client, ns, "cni-image-missing", "localhost/istio/install-cni:"+setuptest.IstioVersion(t),
 			[]string{"/usr/sbin/tcpdump", "--version"}, cfg.Timeouts.WorkloadsReady)
 		switch {
 		case err == nil:
@@ -355,21 +314,6 @@ func TestIstiodOnLocalCluster(t *testing.T) {
 			}
 		}
 	})
-}
-
-// istioVersion is the version make istio-bin links into the binaries and
-// make istio-images tags the images with (images.json's tag).
-func istioVersion(t *testing.T) string {
-	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(os.Getenv("MESHCLAIMS_ISTIO_IMAGES"), "images.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m istioimages.Manifest
-	if err := json.Unmarshal(raw, &m); err != nil || m.Tag == "" {
-		t.Fatalf("images.json: tag %q, %v", m.Tag, err)
-	}
-	return m.Tag
 }
 
 // archiveConfigDigest is the config digest images.json records for image.
