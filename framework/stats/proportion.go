@@ -67,8 +67,12 @@ func Wilson(count, total int64, confidence float64) (Proportion, error) {
 // String renders the estimate, e.g.
 // "324/60000 = 0.540% [0.484%, 0.602%] 95% CI".
 func (p Proportion) String() string {
-	return fmt.Sprintf("%d/%d = %s [%s, %s] %s CI", p.Count, p.Total,
-		percent(p.Estimate), percent(p.CI.Low), percent(p.CI.High), confidenceLabel(p.Confidence))
+	return fmt.Sprintf("%d/%d = %s %s", p.Count, p.Total, percent(p.Estimate), p.CIText())
+}
+
+// CIText renders the interval alone, e.g. "[0.484%, 0.602%] 95% CI".
+func (p Proportion) CIText() string {
+	return fmt.Sprintf("[%s, %s] %s CI", percent(p.CI.Low), percent(p.CI.High), confidenceLabel(p.Confidence))
 }
 
 // Pool combines repeated binomial runs (e.g. three rollout runs) into one

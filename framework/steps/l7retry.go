@@ -81,7 +81,9 @@ func CountFlaky(results []probe.Result, want int) (failed, total int64, err erro
 // JudgeRetryPolicy places the 95% Wilson interval of the flaky share the
 // client saw: entirely below what a single retry leaves (0.5^2 = 25%), the
 // policy's retries were applied; containing the server's own share (50%),
-// nothing retried; anything else is inconclusive (empty Outcome).
+// nothing retried (or above one retry's share, with the server's share in the
+// wider verdict.Consistency interval); anything else is inconclusive (empty
+// Outcome).
 func JudgeRetryPolicy(failed, total int64) (verdict.Measurement, error) {
 	if total == 0 {
 		return verdict.Measurement{}, fmt.Errorf("no flaky call was answered")
@@ -93,12 +95,20 @@ func JudgeRetryPolicy(failed, total int64) (verdict.Measurement, error) {
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
+	wide, err := stats.Wilson(failed, total, verdict.Consistency)
+	if err != nil {
+		return verdict.Measurement{}, err
+	}
 	out, why := "", ""
 	switch {
 	case share.CI.High < oneRetry:
 		out = RetryApplied
 	case share.CI.Contains(server):
 		out = RetryNotApplied
+	case share.CI.Low > oneRetry && wide.CI.Contains(server):
+		// Above one retry's share and the server's by the wider interval:
+		// the 95% one misses a true 50% one time in twenty.
+		out, why = RetryNotApplied, fmt.Sprintf("the server's share by the wider %s; ", wide.CIText())
 	default:
 		why = "inconclusive: the interval is neither below one retry's share nor contains the server's; "
 	}

@@ -53,6 +53,10 @@ func TestRetryPolicyJudged(t *testing.T) {
 		{"a sidecar that did not retry", 104, mode.Sidecar, verdict.NotReproduced},
 		{"ztunnel retrying", 12, mode.AmbientL4, verdict.NotReproduced},
 		{"a quarter: neither", 50, mode.AmbientL7, verdict.Inconclusive},
+		// 58%: the 95% interval [51.1%, 64.6%] misses the server's 50%
+		// (one time in twenty), the 99.9% one holds it: ztunnel did not retry.
+		{"ztunnel: the server's half, 95% interval just above it", 116, mode.AmbientL4, verdict.Reproduced},
+		{"two thirds: above the server's share by both intervals", 140, mode.AmbientL4, verdict.Inconclusive},
 	}
 	for _, k := range cases {
 		failed, total, err := CountFlaky(flakyResults(RetryPolicyRequests, k.n500), RetryPolicyRequests)

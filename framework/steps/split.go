@@ -162,8 +162,11 @@ const (
 // With the 95% Wilson interval of v2's share:
 //   - honoured: it contains the configured weight and excludes the replica share;
 //   - not honoured: it contains the replica share and excludes the weight;
-//   - inconclusive (empty Outcome): it contains both (too few answers) or
-//     neither (something else decided the share).
+//   - inconclusive (empty Outcome): it contains both (too few answers).
+//
+// When it excludes both, the wider verdict.Consistency interval decides: the
+// one hypothesis it contains, as above; inconclusive when it contains neither
+// (something else decided the share) or both.
 func JudgeSplit[N int | int64](v1, v2 int64, s fixtures.Split, podsV1, podsV2 N) (verdict.Measurement, error) {
 	if err := s.Validate(); err != nil {
 		return verdict.Measurement{}, err
@@ -184,8 +187,8 @@ func JudgeSplit[N int | int64](v1, v2 int64, s fixtures.Split, podsV1, podsV2 N)
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
-	hasW, hasR := share.CI.Contains(weight), share.CI.Contains(replica)
 	out, why := "", ""
+	hasW, hasR := share.CI.Contains(weight), share.CI.Contains(replica)
 	switch {
 	case hasW && !hasR:
 		out = SplitHonoured
@@ -194,7 +197,19 @@ func JudgeSplit[N int | int64](v1, v2 int64, s fixtures.Split, podsV1, podsV2 N)
 	case hasW && hasR:
 		why = "inconclusive: the interval contains both the weight and the replica share (too few answers); "
 	default:
-		why = "inconclusive: the interval contains neither the weight nor the replica share; "
+		wide, err := stats.Wilson(v2, n, verdict.Consistency)
+		if err != nil {
+			return verdict.Measurement{}, err
+		}
+		wideW, wideR := wide.CI.Contains(weight), wide.CI.Contains(replica)
+		switch {
+		case wideW && !wideR:
+			out, why = SplitHonoured, fmt.Sprintf("the weight by the wider %s; ", wide.CIText())
+		case wideR && !wideW:
+			out, why = SplitNotHonoured, fmt.Sprintf("the replica share by the wider %s; ", wide.CIText())
+		default:
+			why = fmt.Sprintf("inconclusive: the interval contains neither the weight nor the replica share, and the wider %s not one of them alone; ", wide.CIText())
+		}
 	}
 	return verdict.Measurement{Outcome: out, Count: verdict.Int64(v2), Total: verdict.Int64(n),
 		Detail: fmt.Sprintf("%sv2 share %s (configured %.0f%%, replica share %.0f%% of %d:%d pods)", why, share, weight*100, replica*100, podsV1, podsV2)}, nil

@@ -34,8 +34,17 @@ const (
 	Recorded Result = "recorded"
 )
 
-// Confidence is the level of every interval the suite reports.
+// Confidence is the level of every interval the suite reports, and of every
+// exclusion: a value outside the Confidence interval is ruled out.
 const Confidence = 0.95
+
+// Consistency is the level of the wider interval a judge consults when the
+// Confidence interval excludes every hypothesis it weighs (a split's weight and
+// its replica share, a retry policy's share and the server's): one time in
+// twenty the 95% interval misses the true share, and a judge that then said
+// "neither" would turn a plain result into an inconclusive one by chance. The
+// true share falls outside this interval one time in a thousand.
+const Consistency = 0.999
 
 // Measurement is what a spec observed. Set the fields the claim's metric needs.
 type Measurement struct {
