@@ -25,6 +25,7 @@ import (
 	"github.com/meshclaims/meshclaims/framework/apiserver"
 	"github.com/meshclaims/meshclaims/framework/config/timeouts"
 	"github.com/meshclaims/meshclaims/framework/envoywheel"
+	"github.com/meshclaims/meshclaims/framework/istio/fixedports"
 )
 
 // istiodAsRendered is what the rendered istiod chart gives pilot-discovery
@@ -170,13 +171,18 @@ openssl x509 -req -in w.csr -CA root-cert.pem -CAkey ca.key -CAcreateserial -out
 // Envoy has answered both a CDS and an LDS push (accepted or rejected).
 func runSidecar(t *testing.T, kubeconfig, bins, envoy, charts, creds string, kind ProxyKind) map[string]int {
 	t.Helper()
+	fixedports.Lock(t) // istiod's and pilot-agent's ports are the host's
 	env, mesh := istiodAsRendered(t, charts, kind)
 	dir := t.TempDir()
 	meshFile := filepath.Join(dir, "mesh")
 	if err := os.WriteFile(meshFile, []byte(mesh), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	start := func(name, wd string, env []string, args ...string) *strings.Builder {
+	type process struct {
+		log  *strings.Builder
+		done chan struct{}
+	}
+	start := func(name, wd string, env []string, args ...string) process {
 		cmd := exec.Command(filepath.Join(bins, name), args...)
 		cmd.Dir = wd
 		cmd.Env = append(os.Environ(), env...)
@@ -196,15 +202,22 @@ func runSidecar(t *testing.T, kubeconfig, bins, envoy, charts, creds string, kin
 				<-done
 			}
 		})
-		return log
+		return process{log, done}
 	}
 	istiodLog := start("pilot-discovery", dir, append(env, "POD_NAMESPACE="+DefaultNamespace, "POD_NAME=istiod-test", "REVISION=default"),
 		"discovery", "--kubeconfig", kubeconfig, "--meshConfig", meshFile, "--httpAddr", "127.0.0.1:18080", "--monitoringAddr", "127.0.0.1:15014")
 	limits := timeouts.Default()
-	wait := func(what string, limit time.Duration, log *strings.Builder, ok func() bool) {
+	// A process that exited will not get there: say so at once, with its
+	// log, rather than at the limit.
+	wait := func(what string, limit time.Duration, p process, ok func() bool) {
 		for deadline := time.Now().Add(limit); !ok(); time.Sleep(200 * time.Millisecond) {
+			select {
+			case <-p.done:
+				t.Fatalf("%s: the process exited first:\n%s", what, p.log.String())
+			default:
+			}
 			if time.Now().After(deadline) {
-				t.Fatalf("%s not within %s:\n%s", what, limit, log.String())
+				t.Fatalf("%s not within %s:\n%s", what, limit, p.log.String())
 			}
 		}
 	}
@@ -270,7 +283,7 @@ func runSidecar(t *testing.T, kubeconfig, bins, envoy, charts, creds string, kin
 		t.Fatalf("the Envoy on port 15000 runs %q (%v), not this pilot-agent's %s", info.Options.ConfigPath, err, want)
 	}
 	t.Logf("%s: Envoy's xDS counters %v", kind, stats)
-	for _, l := range strings.Split(agentLog.String(), "\n") {
+	for _, l := range strings.Split(agentLog.log.String(), "\n") {
 		if strings.Contains(l, "rejected") {
 			t.Logf("%s: %s", kind, l)
 		}

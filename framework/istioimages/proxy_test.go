@@ -22,6 +22,7 @@ import (
 	"github.com/meshclaims/meshclaims/framework/envoywheel/envoytest"
 	"github.com/meshclaims/meshclaims/framework/images"
 	"github.com/meshclaims/meshclaims/framework/istio"
+	"github.com/meshclaims/meshclaims/framework/istio/fixedports"
 	"github.com/meshclaims/meshclaims/framework/repo"
 )
 
@@ -277,6 +278,7 @@ func TestRealProxyImage(t *testing.T) {
 // 15090) on this host while it runs.
 func pilotAgentStartsEnvoy(t *testing.T, tree string, loader []string, template string) {
 	t.Helper()
+	fixedports.Lock(t) // pilot-agent's ports are the host's
 	work := t.TempDir()
 	// pilot-agent reads the mesh's root certificate and the pod's token
 	// relative to its working directory (./var/run/secrets/...), as the
