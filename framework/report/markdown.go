@@ -52,6 +52,9 @@ func Markdown(w io.Writer, res *Results, reg *claims.Registry) error {
 		p("\n| proxy | value |\n|---|---|\n| kind | %s |\n| image | %s |\n| Envoy | %s |\n| Envoy from | %s |\n| pilot-agent | %s |\n| Istio commit | %s |\n| istiod settings | %s |\n",
 			pr.Kind, pr.Image, dash(pr.Envoy), dash(pr.EnvoySource), dash(pr.PilotAgent), dash(pr.IstioCommit), cell(strings.Join(pr.IstiodSettings, "; ")))
 	}
+	if env.Ztunnel != "" {
+		p("\n| ztunnel | %s |\n|---|---|\n", cell(env.Ztunnel))
+	}
 	if env.IstioCNI != "" {
 		p("\n| istio-cni | %s |\n|---|---|\n", cell(env.IstioCNI))
 	}
@@ -108,6 +111,9 @@ func Markdown(w io.Writer, res *Results, reg *claims.Registry) error {
 			// Beside every measurement of the mode: which Envoy, which
 			// istiod settings.
 			p("Measured through %s.\n\n", env.Proxy.Summary())
+		}
+		if env.Ztunnel != "" && m.Ambient() {
+			p("Measured with %s.\n\n", env.Ztunnel)
 		}
 		if env.IstioCNI != "" && m.Ambient() {
 			p("Measured with istio-cni: %s.\n\n", env.IstioCNI)

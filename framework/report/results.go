@@ -68,6 +68,11 @@ type Environment struct {
 	// the probe set seen on the host), so the ambient modes' numbers are
 	// read with it. Empty: no ambient install, or Istio's defaults.
 	IstioCNI string `json:"istio_cni,omitempty"`
+	// Ztunnel is what the running ztunnel logged of its build at start
+	// (version, git revision, build status): the ambient modes' numbers
+	// are read with it, a hand-built ztunnel's above all. Empty: no
+	// ambient install.
+	Ztunnel string `json:"ztunnel,omitempty"`
 }
 
 // ProxyRan says which proxy a run's proxyv2 image carried.

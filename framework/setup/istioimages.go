@@ -169,8 +169,31 @@ func (s *Suite) recordIstioImages(ctx context.Context) error {
 				Where: "pod " + p.Namespace + "/" + p.Name + "/" + st.Name, Image: st.Image, ID: st.ImageID,
 			})
 		}
+		if p.Labels["app"] == "ztunnel" && s.envInfo.Ztunnel == "" {
+			s.envInfo.Ztunnel = ztunnelBuild(ctx, cs, p)
+			s.logf("ztunnel: %s", s.envInfo.Ztunnel)
+		}
 	}
 	return s.Results.SaveEnvironment(s.envInfo)
+}
+
+// ztunnelLogHead is how much of ztunnel's log is read for its BuildInfo,
+// which it logs among its first lines.
+const ztunnelLogHead = 64 << 10
+
+// ztunnelBuild is what ztunnel pod p said of its build at start, or why it
+// could not be read (the report says that instead).
+func ztunnelBuild(ctx context.Context, cs kubernetes.Interface, p corev1.Pod) string {
+	limit := int64(ztunnelLogHead)
+	raw, err := cs.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: istio.ZtunnelContainer, LimitBytes: &limit}).DoRaw(ctx)
+	if err != nil {
+		return fmt.Sprintf("build not read from pod %s/%s: %v", p.Namespace, p.Name, err)
+	}
+	b, err := istio.ParseZtunnelBuild(string(raw))
+	if err != nil {
+		return fmt.Sprintf("build not read from pod %s/%s: %v", p.Namespace, p.Name, err)
+	}
+	return b.String() + ", from pod " + p.Namespace + "/" + p.Name
 }
 
 // Environment is what the run's environment record says so far.
