@@ -160,7 +160,8 @@ type preflightRecord struct {
 // exactly spec.Connections requests (fortio -n, one per connection as in
 // fortio's own warm-up) and returns an error, without running the load,
 // unless all of them are 2xx. fortio's REST API cannot do this itself: it
-// always sets AllowInitialErrors.
+// always sets AllowInitialErrors. (RunFortioLoad gets fortio's own warm-up
+// abort, through the workload client's echo.LoadPath.)
 func (e *Engine) Run(ctx context.Context, name string, spec Spec) (*Run, error) {
 	if err := validateName(name); err != nil {
 		return nil, err
