@@ -13,6 +13,11 @@
 //     socket"), which hide resets: the request is retried once on a new
 //     socket and, when that succeeds, never shows up as an error.
 //
+// The REST API always allows initial errors, so Run checks the warm-up
+// with a preflight of its own. RunFortioLoad instead calls the workload
+// client's echo.LoadPath, which runs the load as `fortio load` does: there
+// an abort on the warm-up, without -allow-initial-errors, is fortio's.
+//
 // The transport is the caller's: the Engine takes a base URL and an
 // http.RoundTripper, so a Kubernetes port-forward and plain TCP on loopback
 // both work. The log source is an interface for the same reason: a pod's

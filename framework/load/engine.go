@@ -14,6 +14,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/meshclaims/meshclaims/fixtures/workload/echo"
 )
 
 // Config says where the fortio client is and how to reach it.
@@ -39,6 +41,7 @@ type Config struct {
 type Engine struct {
 	runURL  string
 	stopURL string
+	loadURL string // the workload client's echo.LoadPath
 	client  *http.Client
 	logs    LogSource
 	rawDir  string
@@ -67,6 +70,7 @@ func New(cfg Config) (*Engine, error) {
 		u.Path += "/"
 	}
 	u.RawQuery, u.Fragment = "", ""
+	root := url.URL{Scheme: u.Scheme, Host: u.Host, Path: echo.LoadPath}
 	rt := cfg.Transport
 	if rt == nil {
 		t := http.DefaultTransport.(*http.Transport).Clone()
@@ -80,6 +84,7 @@ func New(cfg Config) (*Engine, error) {
 	return &Engine{
 		runURL:  u.String() + "rest/run",
 		stopURL: u.String() + "rest/stop",
+		loadURL: root.String(),
 		client:  &http.Client{Transport: rt},
 		logs:    cfg.Logs,
 		rawDir:  cfg.RawDir,
@@ -155,7 +160,8 @@ type preflightRecord struct {
 // exactly spec.Connections requests (fortio -n, one per connection as in
 // fortio's own warm-up) and returns an error, without running the load,
 // unless all of them are 2xx. fortio's REST API cannot do this itself: it
-// always sets AllowInitialErrors.
+// always sets AllowInitialErrors. (RunFortioLoad gets fortio's own warm-up
+// abort, through the workload client's echo.LoadPath.)
 func (e *Engine) Run(ctx context.Context, name string, spec Spec) (*Run, error) {
 	if err := validateName(name); err != nil {
 		return nil, err
@@ -275,13 +281,18 @@ func (e *Engine) preflight(ctx context.Context, spec Spec) (*preflightRecord, er
 // so it gets the load's duration plus a margin; if ctx ends first, every run
 // on the client is stopped (the client is dedicated to the engine).
 func (e *Engine) post(ctx context.Context, body map[string]any, dur time.Duration) ([]byte, time.Time, time.Time, error) {
+	return e.postTo(ctx, e.runURL, body, dur)
+}
+
+// postTo is post to endpoint, which takes body as JSON.
+func (e *Engine) postTo(ctx context.Context, endpoint string, body any, dur time.Duration) ([]byte, time.Time, time.Time, error) {
 	b, err := json.Marshal(body)
 	if err != nil {
 		return nil, time.Time{}, time.Time{}, err
 	}
 	cctx, cancel := context.WithTimeout(ctx, dur+dur/2+60*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(cctx, http.MethodPost, e.runURL, bytes.NewReader(b))
+	req, err := http.NewRequestWithContext(cctx, http.MethodPost, endpoint, bytes.NewReader(b))
 	if err != nil {
 		return nil, time.Time{}, time.Time{}, err
 	}
@@ -293,7 +304,7 @@ func (e *Engine) post(ctx context.Context, body map[string]any, dur time.Duratio
 		if cctx.Err() != nil {
 			e.stopAll()
 		}
-		return nil, start, end, fmt.Errorf("POST %s: %w", e.runURL, err)
+		return nil, start, end, fmt.Errorf("POST %s: %w", endpoint, err)
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(resp.Body)
@@ -302,10 +313,10 @@ func (e *Engine) post(ctx context.Context, body map[string]any, dur time.Duratio
 		if cctx.Err() != nil {
 			e.stopAll()
 		}
-		return raw, start, end, fmt.Errorf("POST %s: reading reply: %w", e.runURL, err)
+		return raw, start, end, fmt.Errorf("POST %s: reading reply: %w", endpoint, err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return raw, start, end, fmt.Errorf("POST %s: HTTP %d: %.300s", e.runURL, resp.StatusCode, raw)
+		return raw, start, end, fmt.Errorf("POST %s: HTTP %d: %.300s", endpoint, resp.StatusCode, raw)
 	}
 	return raw, start, end, nil
 }
