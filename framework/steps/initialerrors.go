@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"os"
 	"strings"
 	"time"
 
@@ -127,32 +126,11 @@ func InitialErrorsAbort(ctx context.Context, r *spec.Run) (verdict.Measurement, 
 // FortioLoad runs q from client c as `fortio load` runs it (echo.LoadPath)
 // and keeps fortio's reply as the raw result name.
 func FortioLoad(ctx context.Context, r *spec.Run, c probe.Client, name string, q echo.LoadRequest) (*load.FortioLoad, error) {
-	m, err := ClusterOf(r)
+	eng, _, done, err := clientEngine(ctx, r, c, "meshclaims-fortio-load-")
 	if err != nil {
 		return nil, err
 	}
-	pod, err := m.Kube.OneReadyPod(ctx, c.Namespace, c.Selector)
-	if err != nil {
-		return nil, err
-	}
-	addr, stop, err := m.Kube.PortForward(ctx, c.Namespace, pod.Name, c.Port)
-	if err != nil {
-		return nil, err
-	}
-	defer stop()
-	rawDir, err := os.MkdirTemp("", "meshclaims-fortio-load-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(rawDir)
-	eng, err := load.New(load.Config{
-		BaseURL: "http://" + addr + "/fortio/",
-		Logs:    load.PodLogs{Client: m.Kube.Client, Namespace: c.Namespace, Pod: pod.Name},
-		RawDir:  rawDir,
-	})
-	if err != nil {
-		return nil, err
-	}
+	defer done()
 	r.Logf("fortio load %s: %s, %g qps, %d connections, %s, -allow-initial-errors=%v", name, q.URL, q.QPS, q.Connections, q.Duration, q.AllowInitialErrors)
 	fl, err := eng.RunFortioLoad(ctx, name, q)
 	if fl != nil && fl.Raw != nil {

@@ -21,32 +21,11 @@ import (
 // port-forward), keeps the raw JSON and options in the results directory and
 // returns the run with the causes of every -1 read from the client's log.
 func Load(ctx context.Context, r *spec.Run, c probe.Client, name string, s load.Spec) (*load.Run, error) {
-	m, err := ClusterOf(r)
+	eng, rawDir, done, err := clientEngine(ctx, r, c, "meshclaims-load-")
 	if err != nil {
 		return nil, err
 	}
-	pod, err := m.Kube.OneReadyPod(ctx, c.Namespace, c.Selector)
-	if err != nil {
-		return nil, err
-	}
-	addr, stop, err := m.Kube.PortForward(ctx, c.Namespace, pod.Name, c.Port)
-	if err != nil {
-		return nil, err
-	}
-	defer stop()
-	rawDir, err := os.MkdirTemp("", "meshclaims-load-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(rawDir)
-	eng, err := load.New(load.Config{
-		BaseURL: "http://" + addr + "/fortio/",
-		Logs:    load.PodLogs{Client: m.Kube.Client, Namespace: c.Namespace, Pod: pod.Name},
-		RawDir:  rawDir,
-	})
-	if err != nil {
-		return nil, err
-	}
+	defer done()
 	r.Logf("load %s: %s, %g qps, %d connections, %s", name, s.URL, s.QPS, s.Connections, s.Duration)
 	run, err := eng.Run(ctx, name, s)
 	if err != nil {
@@ -59,6 +38,40 @@ func Load(ctx context.Context, r *spec.Run, c probe.Client, name string, s load.
 	r.Logf("load %s done: %d requests, codes %v, sockets %d, -1 causes %v, dead-socket retries %d",
 		name, run.Result.Requests(), run.Result.RetCodes, run.Result.SocketCount, run.Causes, run.DeadSocketRetries)
 	return run, nil
+}
+
+// clientEngine is a load engine on client c's fortio, reached over a
+// port-forward to one of its ready pods, writing its raw files into a
+// temporary directory; done stops the forward and removes the directory.
+func clientEngine(ctx context.Context, r *spec.Run, c probe.Client, tmpPrefix string) (eng *load.Engine, rawDir string, done func(), err error) {
+	m, err := ClusterOf(r)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	pod, err := m.Kube.OneReadyPod(ctx, c.Namespace, c.Selector)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	addr, stop, err := m.Kube.PortForward(ctx, c.Namespace, pod.Name, c.Port)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	rawDir, err = os.MkdirTemp("", tmpPrefix)
+	if err != nil {
+		stop()
+		return nil, "", nil, err
+	}
+	done = func() { stop(); os.RemoveAll(rawDir) }
+	eng, err = load.New(load.Config{
+		BaseURL: "http://" + addr + "/fortio/",
+		Logs:    load.PodLogs{Client: m.Kube.Client, Namespace: c.Namespace, Pod: pod.Name},
+		RawDir:  rawDir,
+	})
+	if err != nil {
+		done()
+		return nil, "", nil, err
+	}
+	return eng, rawDir, done, nil
 }
 
 // jsonRaw passes recorded options through unchanged.
