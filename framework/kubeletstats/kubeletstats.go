@@ -119,15 +119,16 @@ type Usage struct {
 }
 
 // Window turns samples, in the order they were read, into one usage. Only
-// readings the kubelet took after start count (the kubelet serves cached
-// stats, so a reading made during a load can date from before it), and a
-// reading repeated unchanged counts once. It needs two distinct readings;
+// readings the kubelet took after start and not after end count (the
+// kubelet serves cached stats, so a reading made during a load can date
+// from before it; one taken after the load would average idle time in),
+// and a reading repeated unchanged counts once. It needs two distinct readings;
 // a counter or a timestamp that goes backwards (the container restarted, or
 // the samples are out of order) is an error, not a negative usage.
-func Window(samples []Sample, start time.Time) (Usage, error) {
+func Window(samples []Sample, start, end time.Time) (Usage, error) {
 	var kept []Sample
 	for i, s := range samples {
-		if !s.CPUTime.After(start) {
+		if !s.CPUTime.After(start) || s.CPUTime.After(end) {
 			continue
 		}
 		if n := len(kept); n > 0 {
@@ -146,7 +147,7 @@ func Window(samples []Sample, start time.Time) (Usage, error) {
 		kept = append(kept, s)
 	}
 	if len(kept) < 2 {
-		return Usage{}, fmt.Errorf("%d distinct readings taken after %s (of %d read): CPU needs two", len(kept), start.Format(time.RFC3339), len(samples))
+		return Usage{}, fmt.Errorf("%d distinct readings taken between %s and %s (of %d read): CPU needs two", len(kept), start.Format(time.RFC3339), end.Format(time.RFC3339), len(samples))
 	}
 	first, last := kept[0], kept[len(kept)-1]
 	u := Usage{Samples: len(kept), From: first.CPUTime, To: last.CPUTime}

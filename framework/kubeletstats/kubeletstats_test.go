@@ -46,7 +46,7 @@ func TestWindowFromSummaries(t *testing.T) {
 			}
 			samples = append(samples, x)
 		}
-		u, err := Window(samples, start)
+		u, err := Window(samples, start, start.Add(time.Minute))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -97,9 +97,11 @@ func at(sec int, cum, ws uint64) Sample {
 
 func TestWindow(t *testing.T) {
 	start := time.Date(2026, 12, 1, 13, 10, 0, 0, time.UTC)
-	// A reading from before the load (cached by the kubelet) and a reading
-	// served twice do not count: 3 distinct readings over 20 s, 4 core-s.
-	u, err := Window([]Sample{at(-5, 0, 1*MiB), at(5, 1e9, 10*MiB), at(5, 1e9, 10*MiB), at(15, 3e9, 20*MiB), at(25, 5e9, 30*MiB)}, start)
+	end := start.Add(30 * time.Second)
+	// A reading from before the load (cached by the kubelet), one served
+	// twice and one from after the load (idle) do not count: 3 distinct
+	// readings over 20 s, 4 core-s.
+	u, err := Window([]Sample{at(-5, 0, 1*MiB), at(5, 1e9, 10*MiB), at(5, 1e9, 10*MiB), at(15, 3e9, 20*MiB), at(25, 5e9, 30*MiB), at(35, 5e9, 90*MiB)}, start, end)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +109,7 @@ func TestWindow(t *testing.T) {
 		t.Errorf("%+v", u)
 	}
 	// An idle container is 0 vCPU, a measurement, not an error.
-	if u, err := Window([]Sample{at(5, 7e9, MiB), at(15, 7e9, MiB)}, start); err != nil || u.VCPU != 0 {
+	if u, err := Window([]Sample{at(5, 7e9, MiB), at(15, 7e9, MiB)}, start, end); err != nil || u.VCPU != 0 {
 		t.Errorf("idle: %+v %v", u, err)
 	}
 }
@@ -122,11 +124,12 @@ func TestWindowRefuses(t *testing.T) {
 	}{
 		"restart":      {[]Sample{at(5, 9e9, MiB), at(15, 1e8, MiB)}, "the CPU counter went backwards (100000000 ns at 2026-12-01T13:10:15Z, after 9000000000 ns at 2026-12-01T13:10:05Z)"},
 		"out of order": {[]Sample{at(15, 1e9, MiB), at(5, 2e9, MiB)}, "before the previous one"},
-		"one distinct": {[]Sample{at(5, 1e9, MiB), at(5, 1e9, MiB)}, "1 distinct readings taken after 2026-12-01T13:10:00Z (of 2 read): CPU needs two"},
+		"one distinct": {[]Sample{at(5, 1e9, MiB), at(5, 1e9, MiB)}, "1 distinct readings taken between 2026-12-01T13:10:00Z and 2026-12-01T13:10:30Z (of 2 read): CPU needs two"},
 		"all before":   {[]Sample{at(-20, 1e9, MiB), at(-10, 2e9, MiB)}, "0 distinct readings"},
+		"all after":    {[]Sample{at(40, 1e9, MiB), at(50, 2e9, MiB)}, "0 distinct readings"},
 		"none":         {nil, "0 distinct readings"},
 	} {
-		if _, err := Window(c.samples, start); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, err := Window(c.samples, start, start.Add(30*time.Second)); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want %q", name, err, c.want)
 		}
 	}
