@@ -20,6 +20,7 @@ import (
 	"strings"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	statsv1alpha1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 )
@@ -30,15 +31,34 @@ func Read(ctx context.Context, c kubernetes.Interface, node string) (*statsv1alp
 	if node == "" {
 		return nil, fmt.Errorf("kubelet summary: no node name given")
 	}
-	raw, err := c.CoreV1().RESTClient().Get().Resource("nodes").Name(node).SubResource("proxy", "stats", "summary").DoRaw(ctx)
+	var code int
+	raw, err := c.CoreV1().RESTClient().Get().Resource("nodes").Name(node).SubResource("proxy", "stats", "summary").Do(ctx).StatusCode(&code).Raw()
 	if err != nil {
-		return nil, fmt.Errorf("kubelet summary of node %s: %w", node, err)
+		return nil, fmt.Errorf("kubelet summary of node %s: HTTP %d: %s", node, code, serverMessage(raw, err))
 	}
 	s, err := Decode(raw)
 	if err != nil {
 		return nil, fmt.Errorf("kubelet summary of node %s: %w", node, err)
 	}
 	return s, nil
+}
+
+// serverMessage is what the server said about a failed request: client-go
+// reports a node proxy's failure as a generic "could not find the requested
+// resource" whatever the cause, while the body names it (the node is
+// unknown, the kubelet did not answer).
+func serverMessage(raw []byte, err error) string {
+	var st metav1.Status
+	if json.Unmarshal(raw, &st) == nil && st.Kind == "Status" && st.Message != "" {
+		return st.Message
+	}
+	if body := strings.TrimSpace(string(raw)); body != "" {
+		if len(body) > 300 {
+			body = body[:300] + "..."
+		}
+		return body
+	}
+	return err.Error()
 }
 
 // Decode parses a summary. Fields the type does not know are refused: a
