@@ -59,11 +59,12 @@ const (
 	SuccessRate        Metric = "success_rate"           // share of requests answered 200
 	CostShare          Metric = "cost_share"             // a part of a latency overhead as a share of the whole (0..1)
 	FailureRate        Metric = "failure_rate"           // requests the client saw fail after the mesh's retries, of those sent
+	ProxyFootprint     Metric = "proxy_footprint"        // one proxy's working set (value, MiB) and CPU (vcpu) under a stated load
 )
 
 var metrics = []Metric{Outcome, LatencyPercentiles, LatencyOverhead, LatencyMean, ErrorRate,
 	RateRatio, DuplicateCount, Throughput, Bandwidth, IntervalMs, TimeToReady, ResourceBudget,
-	QueriesPerCore, Stability, SuccessRate, CostShare, FailureRate}
+	QueriesPerCore, Stability, SuccessRate, CostShare, FailureRate, ProxyFootprint}
 
 // Outcomes a probe can observe; requirement claims name one per mode.
 var outcomes = []string{
@@ -116,11 +117,13 @@ type Setup struct {
 // Value is what a document reports for one mode. Only the fields the metric
 // needs are set; Text keeps the document's own words.
 type Value struct {
-	Text        string             `yaml:"text" json:"text,omitempty"`
-	Outcome     string             `yaml:"outcome" json:"outcome,omitempty"`
-	Count       *int64             `yaml:"count" json:"count,omitempty"`
-	Total       *int64             `yaml:"total" json:"total,omitempty"`
-	Value       *float64           `yaml:"value" json:"value,omitempty"`
+	Text    string   `yaml:"text" json:"text,omitempty"`
+	Outcome string   `yaml:"outcome" json:"outcome,omitempty"`
+	Count   *int64   `yaml:"count" json:"count,omitempty"`
+	Total   *int64   `yaml:"total" json:"total,omitempty"`
+	Value   *float64 `yaml:"value" json:"value,omitempty"`
+	// VCPU is the CPU, in cores, beside Value's memory (proxy_footprint).
+	VCPU        *float64           `yaml:"vcpu" json:"vcpu,omitempty"`
 	Low         *float64           `yaml:"low" json:"low,omitempty"` // a documented range
 	High        *float64           `yaml:"high" json:"high,omitempty"`
 	Percentiles map[string]float64 `yaml:"percentiles_ms" json:"percentiles_ms,omitempty"`

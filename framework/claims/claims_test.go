@@ -96,6 +96,7 @@ func TestParseRejects(t *testing.T) {
 		{"unknown outcome", "outcome: no-http-response", "outcome: reset", `unknown outcome "reset"`},
 		{"unknown source", "doc: GUIDE", "doc: GUIED", `unknown source document "GUIED"`},
 		{"bad duration", "kind: requirement", "kind: requirement\n    setup: {duration: 10 minutes}", `setup duration "10 minutes"`},
+		{"vcpu on another metric", "sidecar: {outcome: no-http-response}", "sidecar: {outcome: no-http-response, vcpu: 0.2}", `mode sidecar: vcpu is the CPU of metric proxy_footprint; metric outcome has none`},
 		{"documented for other mode", "sidecar: {outcome: no-http-response}", "sidecar: {outcome: no-http-response}\n      ambient-l4: {outcome: blocked}", `documented value for mode "ambient-l4", which is neither`},
 	}
 	for _, c := range cases {
@@ -112,6 +113,22 @@ func TestParseRejects(t *testing.T) {
 				t.Fatalf("error %q does not contain %q", err, c.want)
 			}
 		})
+	}
+}
+
+// A proxy footprint is memory and CPU: a documented value without either is
+// refused, both together accepted.
+func TestParseProxyFootprint(t *testing.T) {
+	footprint := strings.NewReplacer("kind: requirement", "kind: measurement", "metric: outcome", "metric: proxy_footprint",
+		"{outcome: no-http-response}", "{value: 60, vcpu: 0.2}", "{exact: true, why: pass/fail}", "{factor: 1.8, why: w}").Replace(good)
+	if _, err := Parse([]byte(footprint), "x.yaml"); err != nil {
+		t.Fatal(err)
+	}
+	for _, doc := range []string{"{value: 60}", "{vcpu: 0.2}"} {
+		_, err := Parse([]byte(strings.Replace(footprint, "{value: 60, vcpu: 0.2}", doc, 1)), "x.yaml")
+		if err == nil || !strings.Contains(err.Error(), "mode sidecar: a proxy footprint needs both value (working set, MiB) and vcpu") {
+			t.Errorf("documented %s: %v", doc, err)
+		}
 	}
 }
 

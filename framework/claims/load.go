@@ -167,6 +167,12 @@ func validateClaim(c *Claim, sources map[string]Source, line func(string) int, a
 		if v.At != nil && (c.Metric != TimeToReady || v.Value == nil || v.At.Services <= 0) {
 			add(line("documented"), "mode %s: at (a value at a scale) needs metric %s, a value to grow from and services > 0", m, TimeToReady)
 		}
+		if c.Metric == ProxyFootprint && !v.Expected && (v.Value == nil || v.VCPU == nil) {
+			add(line("documented"), "mode %s: a proxy footprint needs both value (working set, MiB) and vcpu", m)
+		}
+		if v.VCPU != nil && c.Metric != ProxyFootprint {
+			add(line("documented"), "mode %s: vcpu is the CPU of metric %s; metric %s has none", m, ProxyFootprint, c.Metric)
+		}
 		if (v.Count == nil) != (v.Total == nil) && c.Metric == ErrorRate {
 			add(line("documented"), "mode %s: an error rate needs both count and total", m)
 		}

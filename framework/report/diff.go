@@ -191,6 +191,11 @@ func quantities(metric claims.Metric, o, n verdict.Measurement) []Quantity {
 		}
 		qs = append(qs, q)
 	}
+	if o.VCPU != nil && n.VCPU != nil {
+		// A footprint is one load's window each: no interval.
+		qs = append(qs, Quantity{Name: "vCPU", Old: fmt.Sprintf("%.4g", *o.VCPU), New: fmt.Sprintf("%.4g", *n.VCPU), Delta: *n.VCPU - *o.VCPU,
+			Note: "one load's kubelet readings each: no interval, not judged a change"})
+	}
 	qs = append(qs, repeatedExtras(o.Extra, n.Extra)...)
 	for _, k := range sortedKeys(n.Percentiles) {
 		ov, ok := o.Percentiles[k]

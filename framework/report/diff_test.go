@@ -87,3 +87,22 @@ func TestCompareOutcomes(t *testing.T) {
 		t.Errorf("same outcome: %+v", c)
 	}
 }
+
+// A footprint's CPU is compared beside its working set, each one load's
+// readings: reported, never called a change.
+func TestCompareFootprintCPU(t *testing.T) {
+	mk := func(mib, vcpu float64) Entry {
+		return Entry{Verdict: verdict.Verdict{Claim: "resources.proxy-footprint", Mode: mode.Sidecar, Result: verdict.Reproduced}, Metric: claims.ProxyFootprint,
+			Measurement: verdict.Measurement{Value: verdict.Float64(mib), VCPU: verdict.Float64(vcpu)}}
+	}
+	c := compareEntry(mk(60, 0.2), mk(61, 0.3))
+	var saw bool
+	for _, q := range c.Quantities {
+		if q.Name == "vCPU" {
+			saw = q.Old == "0.2" && q.New == "0.3" && !q.Change && q.Note != ""
+		}
+	}
+	if !saw || c.Direction != NoChange {
+		t.Errorf("vCPU not reported beside the working set: %+v", c)
+	}
+}

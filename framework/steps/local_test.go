@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/meshclaims/meshclaims/fixtures"
+	"github.com/meshclaims/meshclaims/framework/kubeletstats"
 	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/setup/setuptest"
 	"github.com/meshclaims/meshclaims/framework/spec"
@@ -16,7 +17,7 @@ import (
 
 // TestStepsOnLocalCluster drives the scenario steps that only the Istio
 // modes' specs use (gRPC load, large download, SSE spacing, canary split,
-// churn, proxy usage, T2 orders during rollouts) against a real cluster: the
+// churn, proxy usage and footprint, T2 orders during rollouts) against a real cluster: the
 // local provider, in the no-mesh namespace. It proves the machinery, not the
 // claims, and gives the split detector a real-cluster control: without an L7
 // proxy the 90/10 route does not exist and the split must come out as the
@@ -121,6 +122,48 @@ func TestStepsOnLocalCluster(t *testing.T) {
 		}
 		if u["sidecar_count"] != 0 || u["ztunnel_count"] != 0 {
 			t.Fatalf("proxies found on a cluster without a mesh: %v", u)
+		}
+	})
+	// The footprint's reader on a real kubelet: its summary decodes strictly
+	// as stats/v1alpha1, the no-mesh client's container is in it with both
+	// counters, FootprintFloor's span holds two of the kubelet's readings,
+	// and the client has no istio-proxy to read (negative control).
+	t.Run("footprint reads a real kubelet's summary", func(t *testing.T) {
+		r := run(t, "resources.proxy-footprint")
+		c := steps.InMeshOf(r, mode.None)
+		pod, err := s.Env.Cluster.Kube.OneReadyPod(ctx, c.Namespace, c.Selector)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref := kubeletstats.ContainerRef{Namespace: pod.Namespace, Pod: pod.Name, Container: pod.Spec.Containers[0].Name}
+		read := func(ctx context.Context) (kubeletstats.Sample, error) {
+			sum, err := kubeletstats.Read(ctx, s.Env.Cluster.Kube.Client, pod.Spec.NodeName)
+			if err != nil {
+				return kubeletstats.Sample{}, err
+			}
+			return kubeletstats.Find(sum, ref)
+		}
+		done := make(chan struct{})
+		start := time.Now()
+		stop := time.AfterFunc(steps.FootprintFloor, func() { close(done) })
+		defer stop.Stop()
+		samples, err := steps.SampleUntil(ctx, read, s.Env.Config.Timeouts.SummaryPoll, done)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u, err := kubeletstats.Window(samples, start, time.Now())
+		if err != nil {
+			t.Fatalf("%s over %s: %v", ref, steps.FootprintFloor, err)
+		}
+		if u.WorkingSetMiB <= 0 || u.VCPU < 0 {
+			t.Fatalf("%s: %+v", ref, u)
+		}
+		sum, err := kubeletstats.Read(ctx, s.Env.Cluster.Kube.Client, pod.Spec.NodeName)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := kubeletstats.Find(sum, kubeletstats.ContainerRef{Namespace: pod.Namespace, Pod: pod.Name, Container: "istio-proxy"}); err == nil || !strings.Contains(err.Error(), "has no container") {
+			t.Fatalf("an istio-proxy found in a no-mesh pod: %v", err)
 		}
 	})
 	t.Run("orders during rollouts", func(t *testing.T) {

@@ -2,38 +2,17 @@ package steps
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	statsv1alpha1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
 	"github.com/meshclaims/meshclaims/fixtures"
+	"github.com/meshclaims/meshclaims/framework/kubeletstats"
 	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/spec"
 )
-
-// summary is the part of the kubelet's /stats/summary the claims need
-// (k8s.io/kubelet/pkg/apis/stats/v1alpha1 Summary).
-type summary struct {
-	Pods []podStats `json:"pods"`
-}
-
-type podStats struct {
-	PodRef struct {
-		Name      string `json:"name"`
-		Namespace string `json:"namespace"`
-	} `json:"podRef"`
-	Containers []struct {
-		Name   string `json:"name"`
-		Memory struct {
-			WorkingSetBytes *uint64 `json:"workingSetBytes"`
-		} `json:"memory"`
-		CPU struct {
-			UsageNanoCores *uint64 `json:"usageNanoCores"`
-		} `json:"cpu"`
-	} `json:"containers"`
-}
 
 // IstioNamespace is where the ztunnel DaemonSet runs (framework/istio's default).
 const IstioNamespace = "istio-system"
@@ -74,7 +53,7 @@ func ProxyKind(m mode.Mode, ns string, pod *corev1.Pod, container string) string
 // own proxies in namespace ns from kubelet summaries; pods are the API's
 // view (labels), keyed "namespace/name". A summary pod the API does not
 // know (gone since) is not counted.
-func TallyProxies(m mode.Mode, ns string, summaries []summary, pods map[string]*corev1.Pod) map[string]float64 {
+func TallyProxies(m mode.Mode, ns string, summaries []*statsv1alpha1.Summary, pods map[string]*corev1.Pod) map[string]float64 {
 	out := map[string]float64{}
 	for _, s := range summaries {
 		for _, p := range s.Pods {
@@ -85,10 +64,10 @@ func TallyProxies(m mode.Mode, ns string, summaries []summary, pods map[string]*
 					continue
 				}
 				out[kind+"_count"]++
-				if c.Memory.WorkingSetBytes != nil {
+				if c.Memory != nil && c.Memory.WorkingSetBytes != nil {
 					out[kind+"_memory_mb"] += float64(*c.Memory.WorkingSetBytes) / 1e6
 				}
-				if c.CPU.UsageNanoCores != nil {
+				if c.CPU != nil && c.CPU.UsageNanoCores != nil {
 					out[kind+"_vcpu"] += float64(*c.CPU.UsageNanoCores) / 1e9
 				}
 			}
@@ -121,15 +100,11 @@ func ProxyUsage(ctx context.Context, r *spec.Run) (map[string]float64, error) {
 	if err != nil {
 		return nil, err
 	}
-	var summaries []summary
+	var summaries []*statsv1alpha1.Summary
 	for _, n := range nodes.Items {
-		raw, err := m.Kube.Client.CoreV1().RESTClient().Get().Resource("nodes").Name(n.Name).SubResource("proxy", "stats", "summary").DoRaw(ctx)
+		s, err := kubeletstats.Read(ctx, m.Kube.Client, n.Name)
 		if err != nil {
-			return nil, fmt.Errorf("kubelet summary of node %s: %w", n.Name, err)
-		}
-		var s summary
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return nil, fmt.Errorf("kubelet summary of node %s: %w", n.Name, err)
+			return nil, err
 		}
 		summaries = append(summaries, s)
 	}

@@ -1,13 +1,15 @@
 package steps
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	statsv1alpha1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+
+	"github.com/meshclaims/meshclaims/framework/kubeletstats"
 
 	"github.com/meshclaims/meshclaims/framework/mode"
 )
@@ -83,8 +85,8 @@ func apiPods() map[string]*corev1.Pod {
 // Only the mode's own proxies count: not gateways (which are istio-proxy
 // containers too), not other namespaces' proxies, not istiod.
 func TestTallyProxiesCountsTheModesOwn(t *testing.T) {
-	var s summary
-	if err := json.Unmarshal([]byte(nodeSummary()), &s); err != nil {
+	s, err := kubeletstats.Decode([]byte(nodeSummary()))
+	if err != nil {
 		t.Fatal(err)
 	}
 	cases := []struct {
@@ -97,7 +99,7 @@ func TestTallyProxiesCountsTheModesOwn(t *testing.T) {
 		{mode.None, map[string]float64{}},
 	}
 	for _, c := range cases {
-		got := TallyProxies(c.m, c.m.Namespace(), []summary{s}, apiPods())
+		got := TallyProxies(c.m, c.m.Namespace(), []*statsv1alpha1.Summary{s}, apiPods())
 		if len(got) != len(c.want) {
 			t.Errorf("%s: %v, want %v", c.m, got, c.want)
 			continue
@@ -110,7 +112,7 @@ func TestTallyProxiesCountsTheModesOwn(t *testing.T) {
 	}
 	// Negative control: without the API's labels (pods unknown) nothing is
 	// taken for a proxy on its container name alone.
-	if got := TallyProxies(mode.Sidecar, mode.Sidecar.Namespace(), []summary{s}, nil); len(got) != 0 {
+	if got := TallyProxies(mode.Sidecar, mode.Sidecar.Namespace(), []*statsv1alpha1.Summary{s}, nil); len(got) != 0 {
 		t.Errorf("counted without pod labels: %v", got)
 	}
 }

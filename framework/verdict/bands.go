@@ -78,6 +78,11 @@ func Bands(c *claims.Claim, m mode.Mode) []Band {
 			}
 			add("P"+k, d, c.Tolerance)
 		}
+	case claims.ProxyFootprint:
+		if doc.Value != nil && doc.VCPU != nil {
+			add("working set (MiB)", *doc.Value, c.Tolerance)
+			add("CPU (vCPU)", *doc.VCPU, c.Tolerance)
+		}
 	default:
 		if doc.Value != nil {
 			add("value", *doc.Value, c.Tolerance)
@@ -93,7 +98,8 @@ func Bands(c *claims.Claim, m mode.Mode) []Band {
 // (claims.Distinct), each pair of modes in different groups whose headline
 // bands intersect, so that one measurement could pass as either mode. A
 // band that separates modes only in a tail percentile or a secondary rate
-// does not count: those are the noisiest numbers of a run.
+// does not count: those are the noisiest numbers of a run. A proxy
+// footprint's memory and CPU are both headlines: each must separate.
 func Overlaps(c *claims.Claim) []string {
 	if c.Distinct == nil {
 		return nil
@@ -111,14 +117,22 @@ func Overlaps(c *claims.Claim) []string {
 				out = append(out, fmt.Sprintf("%s: modes %s and %s differ in the source but have no band to tell them apart", c.ID, a, b))
 				continue
 			}
-			x, y := ba[0], bb[0]
-			if x.Name != y.Name {
-				out = append(out, fmt.Sprintf("%s: headline bands of %s (%s) and %s (%s) are not the same quantity", c.ID, a, x.Name, b, y.Name))
-				continue
+			// A proxy footprint states two figures per mode, memory and CPU,
+			// and the source tells the modes apart in each: both are headlines.
+			headlines := 1
+			if c.Metric == claims.ProxyFootprint {
+				headlines = min(len(ba), len(bb))
 			}
-			if lo, hi := math.Max(x.Low, y.Low), math.Min(x.High, y.High); lo <= hi {
-				out = append(out, fmt.Sprintf("%s: %s bands of %s [%s, %s] and %s [%s, %s] overlap in [%s, %s]; the source says they differ",
-					c.ID, x.Name, a, num(x.Low), num(x.High), b, num(y.Low), num(y.High), num(lo), num(hi)))
+			for k := 0; k < headlines; k++ {
+				x, y := ba[k], bb[k]
+				if x.Name != y.Name {
+					out = append(out, fmt.Sprintf("%s: headline bands of %s (%s) and %s (%s) are not the same quantity", c.ID, a, x.Name, b, y.Name))
+					continue
+				}
+				if lo, hi := math.Max(x.Low, y.Low), math.Min(x.High, y.High); lo <= hi {
+					out = append(out, fmt.Sprintf("%s: %s bands of %s [%s, %s] and %s [%s, %s] overlap in [%s, %s]; the source says they differ",
+						c.ID, x.Name, a, num(x.Low), num(x.High), b, num(y.Low), num(y.High), num(lo), num(hi)))
+				}
 			}
 		}
 	}

@@ -51,7 +51,8 @@ func crossPasses(c *claims.Claim) []string {
 }
 
 // The registry before issue 14, claim by claim, with only the distinct
-// groups added that the check needs: the check must fire on each.
+// groups added that the check needs, and a proxy footprint whose factor-2
+// band separates memory but not CPU: the check must fire on each.
 const overlappingBands = `version: 1
 sources:
   GUIDE: {title: t, file: f, platform: p}
@@ -100,6 +101,20 @@ claims:
     tolerance:
       factor: 3
       why: "a factor of 3 keeps 5,000 MB apart from 700 MB"
+  - id: resources.proxy-footprint
+    title: one proxy's working set and CPU under 1,000 qps
+    source: {doc: REVIEW, section: "s"}
+    kind: measurement
+    metric: proxy_footprint
+    modes: [none, sidecar, ambient-l4]
+    setup: {qps: 1000, connections: 16, duration: 60s}
+    documented:
+      sidecar: {value: 60, vcpu: 0.20}
+      ambient-l4: {value: 12, vcpu: 0.06}
+    distinct: {groups: [[sidecar], [ambient-l4]], text: "added for the test"}
+    tolerance:
+      factor: 2
+      why: "a factor of 2 keeps 60 MiB apart from 12 MiB, but not 0.2 vCPU from 0.06"
 `
 
 func TestBandsDiscriminateFiresOnOverlappingBands(t *testing.T) {
@@ -111,6 +126,8 @@ func TestBandsDiscriminateFiresOnOverlappingBands(t *testing.T) {
 		"latency.percentiles":    "P50 bands of none [-0.18, 1.82] and sidecar [1.11, 3.11] overlap",
 		"rollout.baseline":       "rate bands of sidecar [0.0018, 0.0162] and ambient-l7 [0.008501, 0.07651] overlap",
 		"resources.budget-model": "value bands of sidecar [1667, 1.5e+04] and ambient-l7 [233.3, 2100] overlap",
+		// Memory apart, CPU not: the CPU band is a headline too.
+		"resources.proxy-footprint": "CPU (vCPU) bands of sidecar [0.1, 0.4] and ambient-l4 [0.03, 0.12] overlap",
 	}
 	for id, w := range want {
 		got := strings.Join(Overlaps(reg.MustGet(id)), "\n")
@@ -131,5 +148,18 @@ func TestBandsDiscriminateFiresOnOverlappingBands(t *testing.T) {
 	if got := strings.Join(crossPasses(reg.MustGet("resources.budget-model")), "\n"); !strings.Contains(got, "sidecar's documented value passes ambient-l7's band") ||
 		!strings.Contains(got, "ambient-l7's documented value passes sidecar's band") {
 		t.Errorf("cross-pass check did not fire: %q", got)
+	}
+	// A factor of 6 lets sidecar's 60 MiB / 0.2 vCPU pass ztunnel's band
+	// ([2, 72] MiB, [0.01, 0.36] vCPU): both figures must pass to cross.
+	wide = strings.Replace(overlappingBands, "      factor: 2\n      why: \"a factor of 2 keeps 60", "      factor: 6\n      why: \"a factor of 2 keeps 60", 1)
+	if wide == overlappingBands {
+		t.Fatal("the constructed footprint claim did not change")
+	}
+	reg, err = claims.Parse([]byte(wide), "old.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(crossPasses(reg.MustGet("resources.proxy-footprint")), "\n"); !strings.Contains(got, "sidecar's documented value passes ambient-l4's band") {
+		t.Errorf("cross-pass check did not fire on the footprint: %q", got)
 	}
 }

@@ -22,6 +22,11 @@ func AsMeasured(c *claims.Claim, m mode.Mode) (Measurement, bool) {
 		v := *doc.Value
 		got.Ratio = &stats.RatioEstimate{Estimate: v, CI: stats.Interval{Low: v, High: v}, Confidence: Confidence}
 	}
+	if c.Metric == claims.ProxyFootprint && c.Setup.QPS > 0 {
+		// Measured under exactly the documented load.
+		q := c.Setup.QPS
+		got.AchievedQPS = &q
+	}
 	if r := c.Reference; r != nil {
 		var ref claims.Value
 		switch {
@@ -47,6 +52,7 @@ func fromValue(v claims.Value) Measurement {
 		Total:       v.Total,
 		NoResponse:  v.Unanswered,
 		Value:       v.Value,
+		VCPU:        v.VCPU,
 		Percentiles: v.Percentiles,
 		At:          v.At,
 	}

@@ -61,6 +61,11 @@ type Measurement struct {
 	// when the spec repeated the measurement (Value is then their mean).
 	Value *float64  `json:"value,omitempty"`
 	Runs  []float64 `json:"runs,omitempty"`
+	// VCPU is a proxy's CPU in cores beside Value's working set in MiB
+	// (proxy_footprint), and AchievedQPS the rate the load under which it
+	// was measured reached.
+	VCPU        *float64 `json:"vcpu,omitempty"`
+	AchievedQPS *float64 `json:"achieved_qps,omitempty"`
 	// Ratio is a ratio of two rates with its interval (rate_ratio claims).
 	Ratio *stats.RatioEstimate `json:"ratio,omitempty"`
 	// Percentiles in ms ("50", "99.9", ...).
@@ -147,6 +152,8 @@ func Judge(c *claims.Claim, m mode.Mode, got Measurement) Verdict {
 		v.Result, v.Reason = judgeRatio(c, doc, got)
 	case claims.Stability:
 		v.Result, v.Reason = judgeStability(c, got)
+	case claims.ProxyFootprint:
+		v.Result, v.Reason = judgeFootprint(c, doc, got)
 	default:
 		v.Result, v.Reason = judgeScalar(c, doc, got)
 		if doc.At != nil {
@@ -351,6 +358,49 @@ func judgeScalar(c *claims.Claim, doc claims.Value, got Measurement) (Result, st
 	return r, fmt.Sprintf("%s %s (one run) vs documented %s (%s: [%s, %s])", c.Metric, num(m), num(*doc.Value), how, num(lo), num(hi))
 }
 
+// MinLoadShare is how much of a footprint claim's documented qps the load
+// must reach for its CPU to say anything about the documented CPU: a proxy
+// at half the rate does about half the work, so it would be judged against
+// a figure for a load it never carried.
+const MinLoadShare = 0.9
+
+// judgeFootprint judges a proxy's working set (Value, MiB) and CPU (VCPU,
+// cores), each in its band from the one tolerance; reproduced needs both.
+// Under a load that fell short of the setup's qps it is inconclusive
+// whatever the numbers.
+func judgeFootprint(c *claims.Claim, doc claims.Value, got Measurement) (Result, string) {
+	if doc.Value == nil || doc.VCPU == nil {
+		return Inconclusive, "the registry documents no working set and CPU for this mode"
+	}
+	if got.Value == nil || got.VCPU == nil {
+		return Inconclusive, "no working set and CPU were measured"
+	}
+	mlo, mhi, how := band(*doc.Value, c.Tolerance)
+	clo, chi, _ := band(*doc.VCPU, c.Tolerance)
+	mark := func(v, lo, hi float64) string {
+		if v >= lo && v <= hi {
+			return "in"
+		}
+		return "out"
+	}
+	s := fmt.Sprintf("working set %s MiB vs documented %s (%s: [%s, %s], %s), CPU %s vCPU vs documented %s ([%s, %s], %s)",
+		num(*got.Value), num(*doc.Value), how, num(mlo), num(mhi), mark(*got.Value, mlo, mhi),
+		num(*got.VCPU), num(*doc.VCPU), num(clo), num(chi), mark(*got.VCPU, clo, chi))
+	if want := c.Setup.QPS; want > 0 {
+		if got.AchievedQPS == nil {
+			return Inconclusive, s + "; the load's achieved qps was not recorded"
+		}
+		s += fmt.Sprintf(", under %s qps (documented %s)", num(*got.AchievedQPS), num(want))
+		if *got.AchievedQPS < MinLoadShare*want {
+			return Inconclusive, s + fmt.Sprintf(": the load reached under %s of the documented rate", pct(MinLoadShare))
+		}
+	}
+	if mark(*got.Value, mlo, mhi) == "in" && mark(*got.VCPU, clo, chi) == "in" {
+		return Reproduced, s
+	}
+	return NotReproduced, s
+}
+
 // judgeGrowth judges how much the value grew from none to the documented
 // scale (kubeproxy: new-Service readiness with 10,000 Services minus with
 // none). Growth measured at a smaller scale says nothing about the
@@ -482,7 +532,9 @@ func describeDoc(v claims.Value, ok bool) string {
 	if v.Unanswered != nil {
 		parts = append(parts, fmt.Sprintf("-1: %d", *v.Unanswered))
 	}
-	if v.Value != nil {
+	if v.Value != nil && v.VCPU != nil {
+		parts = append(parts, num(*v.Value)+" MiB / "+num(*v.VCPU)+" vCPU")
+	} else if v.Value != nil {
 		parts = append(parts, num(*v.Value))
 	}
 	if len(v.Percentiles) > 0 {
@@ -517,8 +569,13 @@ func describeMeasured(m Measurement) string {
 	}
 	if m.Ratio != nil {
 		parts = append(parts, fmt.Sprintf("%s [%s, %s]", num(m.Ratio.Estimate), num(m.Ratio.CI.Low), num(m.Ratio.CI.High)))
+	} else if m.Value != nil && m.VCPU != nil {
+		parts = append(parts, num(*m.Value)+" MiB / "+num(*m.VCPU)+" vCPU")
 	} else if m.Value != nil {
 		parts = append(parts, num(*m.Value))
+	}
+	if m.AchievedQPS != nil {
+		parts = append(parts, "at "+num(*m.AchievedQPS)+" qps")
 	}
 	if len(m.Percentiles) > 0 {
 		parts = append(parts, percentiles(m.Percentiles))

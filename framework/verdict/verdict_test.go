@@ -115,6 +115,26 @@ func TestJudge(t *testing.T) {
 		{"no retrying proxy to read: inconclusive", "retry.fired", mode.Sidecar,
 			Measurement{Count: Int64(15), Total: Int64(9135), Unmet: "retries: no proxy"}, Inconclusive, "precondition not met"},
 	}
+	// resources.proxy-footprint: both figures in band under the documented
+	// load; either out fails; a load short of 1,000 qps or without its qps
+	// recorded cannot be judged; mode none runs no proxy and is recorded.
+	qps := func(q float64) *float64 { return &q }
+	cases = append(cases, []judgeCase{
+		{"a sidecar near Istio's figures", "resources.proxy-footprint", mode.Sidecar,
+			Measurement{Value: Float64(48), VCPU: Float64(0.25), AchievedQPS: qps(998)}, Reproduced, "under 998 qps (documented 1000)"},
+		{"a sidecar at ztunnel's CPU", "resources.proxy-footprint", mode.Sidecar,
+			Measurement{Value: Float64(48), VCPU: Float64(0.06), AchievedQPS: qps(998)}, NotReproduced, "CPU 0.06 vCPU vs documented 0.2 ([0.1111, 0.36], out)"},
+		{"a ztunnel at a sidecar's working set", "resources.proxy-footprint", mode.AmbientL4,
+			Measurement{Value: Float64(60), VCPU: Float64(0.05), AchievedQPS: qps(1000)}, NotReproduced, "working set 60 MiB vs documented 12 (a factor of 1.8: [6.667, 21.6], out)"},
+		{"a load that reached 600 qps", "resources.proxy-footprint", mode.AmbientL4,
+			Measurement{Value: Float64(12), VCPU: Float64(0.036), AchievedQPS: qps(600)}, Inconclusive, "the load reached under 90%"},
+		{"a footprint without its load's qps", "resources.proxy-footprint", mode.Sidecar,
+			Measurement{Value: Float64(60), VCPU: Float64(0.2)}, Inconclusive, "achieved qps was not recorded"},
+		{"memory without CPU", "resources.proxy-footprint", mode.Sidecar,
+			Measurement{Value: Float64(60), AchievedQPS: qps(1000)}, Inconclusive, "no working set and CPU"},
+		{"no proxy in mode none", "resources.proxy-footprint", mode.None,
+			Measurement{Detail: "no proxy: mode none runs none"}, Recorded, "nothing documented"},
+	}...)
 	cases = append(cases, bandFixes(t)...)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

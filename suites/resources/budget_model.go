@@ -1,5 +1,6 @@
 // Package resources holds REVIEW's budget model, judged with measured
-// proxy memory in place of its assumed inputs.
+// proxy memory in place of its assumed inputs, and the per-proxy working
+// set and CPU under load that HYBRID and REVIEW cite.
 package resources
 
 import (

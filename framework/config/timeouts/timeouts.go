@@ -36,6 +36,10 @@ type Timeouts struct {
 	ConfigPushed  time.Duration
 	ConvergePoll  time.Duration
 	ConvergeTimes int
+	// SummaryPoll is how often a kubelet's Summary API is read during a
+	// load (resources.proxy-footprint): the kubelet refreshes container
+	// stats every 10-15 s, so reading at 5 s misses none of its readings.
+	SummaryPoll time.Duration
 }
 
 // Default returns the defaults.
@@ -58,5 +62,6 @@ func Default() Timeouts {
 		ConfigPushed:    60 * time.Second,
 		ConvergePoll:    time.Second,
 		ConvergeTimes:   3,
+		SummaryPoll:     5 * time.Second,
 	}
 }

@@ -1,0 +1,152 @@
+package steps
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/meshclaims/meshclaims/framework/claims"
+	"github.com/meshclaims/meshclaims/framework/kubeletstats"
+	"github.com/meshclaims/meshclaims/framework/mode"
+	"github.com/meshclaims/meshclaims/framework/spec"
+)
+
+func resources(cpuReq, memReq, cpuLim, memLim string) corev1.ResourceRequirements {
+	return corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpuReq), corev1.ResourceMemory: resource.MustParse(memReq)},
+		Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpuLim), corev1.ResourceMemory: resource.MustParse(memLim)},
+	}
+}
+
+// The in-mesh client as injection leaves it with native sidecars: the
+// proxy is an init container that keeps running (restartPolicy Always).
+func injectedClient() *corev1.Pod {
+	always := corev1.ContainerRestartPolicyAlways
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "meshclaims-sidecar", Name: "fortio-client-7d5c9b8f64-q2wzt", Labels: map[string]string{"app": "fortio-client"}},
+		Spec: corev1.PodSpec{
+			NodeName:       "meshclaims-local",
+			InitContainers: []corev1.Container{{Name: "istio-proxy", Image: "localhost/istio/proxyv2:1.30.3-dev", RestartPolicy: &always, Resources: resources("10m", "128Mi", "2", "1Gi")}},
+			Containers:     []corev1.Container{{Name: "fortio", Image: "localhost/meshclaims/workload:dev", Resources: resources("10m", "32Mi", "300m", "128Mi")}},
+		},
+	}
+}
+
+func ztunnelPod(name string, containers ...string) corev1.Pod {
+	p := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: IstioNamespace, Name: name, Labels: map[string]string{"app": "ztunnel"}},
+		Spec: corev1.PodSpec{NodeName: "meshclaims-local"}}
+	for _, c := range containers {
+		p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: c, Image: "docker.io/istio/ztunnel:1.30.2"})
+	}
+	return p
+}
+
+func TestFootprintProxy(t *testing.T) {
+	client := injectedClient()
+	p, ref, err := FootprintProxy(mode.Sidecar, client, nil)
+	if err != nil || p != client || ref != (kubeletstats.ContainerRef{Namespace: "meshclaims-sidecar", Pod: "fortio-client-7d5c9b8f64-q2wzt", Container: "istio-proxy"}) {
+		t.Errorf("sidecar: %v %v", ref, err)
+	}
+	_, ref, err = FootprintProxy(mode.AmbientL4, client, []corev1.Pod{ztunnelPod("ztunnel-x7k2p", "istio-proxy")})
+	if err != nil || ref != (kubeletstats.ContainerRef{Namespace: IstioNamespace, Pod: "ztunnel-x7k2p", Container: "istio-proxy"}) {
+		t.Errorf("ambient-l4: %v %v", ref, err)
+	}
+	// Negative controls: an uninjected client (no proxy container), no or
+	// two ztunnels on the node, a ztunnel pod without the container, a mode
+	// the claim has no figure for.
+	bare := injectedClient()
+	bare.Spec.InitContainers = nil
+	for name, c := range map[string]struct {
+		m        mode.Mode
+		client   *corev1.Pod
+		ztunnels []corev1.Pod
+		want     string
+	}{
+		"uninjected":    {mode.Sidecar, bare, nil, `pod meshclaims-sidecar/fortio-client-7d5c9b8f64-q2wzt has no container "istio-proxy" (containers: fortio)`},
+		"no ztunnel":    {mode.AmbientL4, client, nil, "node meshclaims-local runs 0 ztunnel pods ()"},
+		"two ztunnels":  {mode.AmbientL4, client, []corev1.Pod{ztunnelPod("ztunnel-a", "istio-proxy"), ztunnelPod("ztunnel-b", "istio-proxy")}, "runs 2 ztunnel pods (ztunnel-a, ztunnel-b)"},
+		"renamed":       {mode.AmbientL4, client, []corev1.Pod{ztunnelPod("ztunnel-x7k2p", "ztunnel")}, `pod istio-system/ztunnel-x7k2p has no container "istio-proxy" (containers: ztunnel)`},
+		"waypoint mode": {mode.AmbientL7, client, nil, "mode ambient-l7 has no per-proxy footprint claim; accepted: sidecar, ambient-l4"},
+	} {
+		if _, _, err := FootprintProxy(c.m, c.client, c.ztunnels); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", name, err, c.want)
+		}
+	}
+}
+
+func TestFootprintCaveats(t *testing.T) {
+	proxy := &injectedClient().Spec.InitContainers[0]
+	upstream := "proxy upstream-envoy: localhost/istio/proxyv2:1.30.3-dev, Envoy 0ebfcfe5/1.38.3/Modified/RELEASE/BoringSSL; istiod: x"
+	got := strings.Join(FootprintCaveats(mode.Sidecar, upstream, "10m", proxy), "; ")
+	for _, want := range []string{"not istio-proxy's Envoy build", "container istio-proxy requests cpu 10m, the provider's lowered request"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("caveats %q lack %q", got, want)
+		}
+	}
+	// Istio's release proxy, Istio's request: nothing to say. ztunnel is
+	// not Envoy, whatever the run's sidecar proxy is.
+	release := "proxy istio-proxy: docker.io/istio/proxyv2:1.30.2, Envoy abc; istiod: x"
+	withChart := proxy.DeepCopy()
+	withChart.Resources = resources("100m", "128Mi", "2", "1Gi")
+	if got := FootprintCaveats(mode.Sidecar, release, "", withChart); len(got) != 0 {
+		t.Errorf("release proxy: %q", got)
+	}
+	if got := FootprintCaveats(mode.AmbientL4, upstream, "10m", withChart); len(got) != 0 {
+		t.Errorf("ztunnel: %q", got)
+	}
+}
+
+func TestDescribeResources(t *testing.T) {
+	c := injectedClient().Spec.InitContainers[0]
+	if got := DescribeResources(&c); got != "requests cpu 10m, memory 128Mi; limits cpu 2, memory 1Gi" {
+		t.Errorf("%q", got)
+	}
+	if got := DescribeResources(&corev1.Container{}); got != "requests none; limits none" {
+		t.Errorf("%q", got)
+	}
+}
+
+func TestSampleUntil(t *testing.T) {
+	ctx := context.Background()
+	done := make(chan struct{})
+	n := 0
+	read := func(context.Context) (kubeletstats.Sample, error) {
+		n++
+		if n == 3 {
+			close(done)
+		}
+		return kubeletstats.Sample{UsageCoreNanoSeconds: uint64(n)}, nil
+	}
+	got, err := SampleUntil(ctx, read, time.Millisecond, done)
+	if err != nil || len(got) != 3 || got[2].UsageCoreNanoSeconds != 3 {
+		t.Errorf("%v %v", got, err)
+	}
+	// A failed read ends the sampling with its error.
+	boom := errors.New("kubelet summary of node n: the server is currently unable to handle the request")
+	got, err = SampleUntil(ctx, func(context.Context) (kubeletstats.Sample, error) { return kubeletstats.Sample{}, boom }, time.Millisecond, make(chan struct{}))
+	if !errors.Is(err, boom) || len(got) != 0 {
+		t.Errorf("%v %v", got, err)
+	}
+	if _, err := SampleUntil(ctx, read, 0, done); err == nil || !strings.Contains(err.Error(), "summary poll interval 0s: must be > 0") {
+		t.Errorf("poll 0: %v", err)
+	}
+}
+
+// Mode none records that it has no proxy, with no number that could read
+// as a proxy costing nothing; it needs no cluster.
+func TestProxyFootprintNoneHasNoProxy(t *testing.T) {
+	r := spec.NewRun(&claims.Claim{ID: "resources.proxy-footprint"}, mode.None, &spec.Env{}, nil)
+	got, err := ProxyFootprint(context.Background(), r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Detail != NoProxy || got.Value != nil || got.VCPU != nil || got.AchievedQPS != nil || r.Setup() != NoProxy {
+		t.Errorf("%+v, setup %q", got, r.Setup())
+	}
+}
