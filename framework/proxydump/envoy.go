@@ -199,8 +199,9 @@ func VirtualServiceFrom(ns, name string) func(string) bool {
 type ClusterTLS struct {
 	// Clusters names the clusters carrying the rule's metadata.
 	Clusters []string
-	// WithTLS are those with a TLS transport_socket (DestinationRule
-	// tls.mode ISTIO_MUTUAL or SIMPLE/MUTUAL sets one; DISABLE none).
+	// WithTLS are those that originate TLS (DestinationRule tls.mode
+	// ISTIO_MUTUAL or SIMPLE/MUTUAL sets a TLS socket; DISABLE none), in
+	// transport_socket or in transport_socket_matches (originatesTLS).
 	WithTLS []string
 }
 
@@ -224,7 +225,7 @@ func EnvoyClustersFrom(dump, ns, name string) (ClusterTLS, error) {
 				}
 				n, _ := c["name"].(string)
 				out.Clusters = append(out.Clusters, n)
-				if ts, ok := c["transport_socket"].(map[string]any); ok && ts["name"] == "envoy.transport_sockets.tls" {
+				if originatesTLS(c) {
 					out.WithTLS = append(out.WithTLS, n)
 				}
 			}
@@ -233,6 +234,47 @@ func EnvoyClustersFrom(dump, ns, name string) (ClusterTLS, error) {
 	sort.Strings(out.Clusters)
 	sort.Strings(out.WithTLS)
 	return out, nil
+}
+
+// originatesTLS reports whether cluster c opens TLS upstream. istiod puts
+// the rule's TLS in c.transport_socket, or, where the sidecar may also send
+// HBONE (an istiod with ambient enabled: pilot's
+// applyHBONETransportSocketMatches), moves it into transport_socket_matches
+// beside an "hbone" match, as a real mixed run's sidecars show:
+// [hbone: internal_upstream(raw_buffer), tlsMode-istio: tls] for
+// ISTIO_MUTUAL, [hbone, tlsMode-disabled: raw_buffer] for DISABLE, and for
+// SIMPLE/MUTUAL the TLS inside the hbone match's internal_upstream too.
+func originatesTLS(c map[string]any) bool {
+	if isTLSSocket(c["transport_socket"]) {
+		return true
+	}
+	matches, _ := c["transport_socket_matches"].([]any)
+	for _, m := range matches {
+		mm, _ := m.(map[string]any)
+		if isTLSSocket(mm["transport_socket"]) {
+			return true
+		}
+	}
+	return false
+}
+
+const (
+	tlsSocket              = "envoy.transport_sockets.tls"
+	internalUpstreamSocket = "envoy.transport_sockets.internal_upstream"
+)
+
+// isTLSSocket: a tls transport socket, or an internal_upstream one (HBONE's
+// inner hop) wrapping one.
+func isTLSSocket(v any) bool {
+	ts, _ := v.(map[string]any)
+	switch ts["name"] {
+	case tlsSocket:
+		return true
+	case internalUpstreamSocket:
+		cfg, _ := ts["typed_config"].(map[string]any)
+		return isTLSSocket(cfg["transport_socket"])
+	}
+	return false
 }
 
 // istioConfig is o.metadata.filter_metadata.istio.config, or "".

@@ -1,6 +1,7 @@
 package proxydump
 
 import (
+	"encoding/json"
 	"os"
 	"strings"
 	"testing"
@@ -92,6 +93,61 @@ func TestEnvoyClustersFrom(t *testing.T) {
 	// Negative control: no cluster carries another rule's metadata.
 	if got, err := EnvoyClustersFrom(dump, ns, "echo-other"); err != nil || len(got.Clusters) != 0 {
 		t.Fatalf("got %+v, %v", got, err)
+	}
+}
+
+// A sidecar of an istiod with ambient enabled (a run of sidecar and
+// ambient-l4 together) carries the rule's TLS in transport_socket_matches
+// beside an "hbone" match: the clusters of a real run's client sidecar
+// after DestinationRule echo-tls turned to ISTIO_MUTUAL. DISABLE gives
+// istiod's hboneOrPlaintextSocket (hbone, tlsMode-disabled raw_buffer):
+// the negative control; and TLS inside the hbone match (SIMPLE/MUTUAL) counts.
+func TestEnvoyClustersFromHBONEMatches(t *testing.T) {
+	dump := read(t, "sidecar_hbone_clusters_dump.json")
+	got, err := EnvoyClustersFrom(dump, ns, "echo-tls")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "outbound|8080||echo.meshclaims-sidecar.svc.cluster.local"
+	if len(got.Clusters) != 1 || got.Clusters[0] != want || len(got.WithTLS) != 1 {
+		t.Fatalf("ISTIO_MUTUAL with hbone matches: %+v", got)
+	}
+	var cfg map[string]any
+	if err := json.Unmarshal([]byte(dump), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	cluster := func() map[string]any {
+		for _, e := range cfg["configs"].([]any)[0].(map[string]any)["dynamic_active_clusters"].([]any) {
+			c := e.(map[string]any)["cluster"].(map[string]any)
+			if c["name"] == want {
+				return c
+			}
+		}
+		t.Fatal("no echo cluster in the fixture")
+		return nil
+	}()
+	matches := cluster["transport_socket_matches"].([]any)
+	hbone := matches[0].(map[string]any)
+	tlsSock := matches[1].(map[string]any)["transport_socket"]
+	rawBuffer := hbone["transport_socket"].(map[string]any)["typed_config"].(map[string]any)["transport_socket"]
+	redump := func() string {
+		b, err := json.Marshal(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	// DISABLE: hboneOrPlaintextSocket.
+	cluster["transport_socket_matches"] = []any{hbone, map[string]any{"name": "tlsMode-disabled", "match": map[string]any{}, "transport_socket": rawBuffer}}
+	if got, err := EnvoyClustersFrom(redump(), ns, "echo-tls"); err != nil || len(got.Clusters) != 1 || len(got.WithTLS) != 0 {
+		t.Fatalf("DISABLE with hbone matches: %+v, %v", got, err)
+	}
+	// SIMPLE: the user's TLS inside HBONE's internal_upstream, and alone.
+	inner := hbone["transport_socket"].(map[string]any)["typed_config"].(map[string]any)
+	inner["transport_socket"] = tlsSock
+	cluster["transport_socket_matches"] = []any{hbone}
+	if got, err := EnvoyClustersFrom(redump(), ns, "echo-tls"); err != nil || len(got.WithTLS) != 1 {
+		t.Fatalf("TLS inside the hbone match: %+v, %v", got, err)
 	}
 }
 

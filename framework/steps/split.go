@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/meshclaims/meshclaims/fixtures"
+	"github.com/meshclaims/meshclaims/framework/converge"
 	"github.com/meshclaims/meshclaims/framework/probe"
 	"github.com/meshclaims/meshclaims/framework/spec"
 	"github.com/meshclaims/meshclaims/framework/stats"
@@ -232,4 +234,45 @@ func IngressURL(ctx context.Context, r *spec.Run, path string) (string, error) {
 		return "", err
 	}
 	return fmt.Sprintf("http://%s.%s:%d%s", svc.Name, svc.Namespace, fixtures.IngressPort, path), nil
+}
+
+// IngressReachedBy is IngressURL once client c reaches it: a gateway pod
+// Ready a moment ago is not yet behind its ClusterIP everywhere
+// (EndpointSlice, then the node's service proxy: a real run's first call got
+// "connect: no route to host"), so the wait ends only when c's calls get an
+// HTTP answer, any status, several in a row. Which version answers is not
+// looked at: that is what the spec measures.
+func IngressReachedBy(ctx context.Context, r *spec.Run, c probe.Client, path string) (string, error) {
+	url, err := IngressURL(ctx, r, path)
+	if err != nil {
+		return "", err
+	}
+	m, err := ClusterOf(r)
+	if err != nil {
+		return "", err
+	}
+	err = probe.Forward(ctx, m.Kube, c, func(base string) error {
+		w, err := converge.Until(ctx, pushPolicy(r), "client "+c.Namespace+"/"+c.Selector+" answered through "+url, Answered(base, url, r.Env.Config.Timeouts.Probe))
+		r.AddWait(w)
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	return url, nil
+}
+
+// Answered is the condition "a call to target through the probe client at
+// base gets an HTTP response" (any status: reachability, not the answer).
+func Answered(base, target string, timeout time.Duration) converge.Condition {
+	return func(ctx context.Context) (bool, string, error) {
+		res, err := probe.Via(ctx, base, target, timeout)
+		if err != nil {
+			return false, "", err
+		}
+		if res.Status == 0 {
+			return false, res.Outcome + " " + res.Detail, nil
+		}
+		return true, fmt.Sprintf("HTTP %d", res.Status), nil
+	}
 }

@@ -22,7 +22,7 @@ var _ = spec.Declare(spec.Def{
 		if err := steps.Apply(ctx, r, fixtures.IngressGateway(t), fixtures.IngressCanaryRoute(t, fixtures.DefaultSplit)); err != nil {
 			return verdict.Measurement{}, err
 		}
-		url, err := steps.IngressURL(ctx, r, "/debug")
+		url, err := steps.IngressReachedBy(ctx, r, steps.Outside(), "/debug")
 		if err != nil {
 			return verdict.Measurement{}, err
 		}
