@@ -167,6 +167,19 @@ func validateClaim(c *Claim, sources map[string]Source, line func(string) int, a
 		if v.At != nil && (c.Metric != TimeToReady || v.Value == nil || v.At.Services <= 0) {
 			add(line("documented"), "mode %s: at (a value at a scale) needs metric %s, a value to grow from and services > 0", m, TimeToReady)
 		}
+		if (v.Attribution != nil) != (c.Metric == Attribution) {
+			add(line("documented"), "mode %s: an attribution (of, to) goes with metric %s and every documented value of it needs one", m, Attribution)
+		}
+		if a := v.Attribution; a != nil {
+			if a.Of <= 0 || len(a.To) == 0 {
+				add(line("documented"), "mode %s: attribution needs of > 0 (the events the source attributes) and at least one category in to", m)
+			}
+			for _, cat := range a.To {
+				if !slices.Contains(AttributionCategories, cat) {
+					add(line("documented"), "mode %s: unknown attribution category %q; accepted: %s", m, cat, strings.Join(AttributionCategories, ", "))
+				}
+			}
+		}
 		if (v.Count == nil) != (v.Total == nil) && c.Metric == ErrorRate {
 			add(line("documented"), "mode %s: an error rate needs both count and total", m)
 		}
