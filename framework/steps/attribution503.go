@@ -159,7 +159,9 @@ func RolloutAccessLog(ctx context.Context, r *spec.Run) (verdict.Measurement, er
 	}
 	from, to := res.Load.Start, res.Load.End
 	// The load's last requests reach the log within Envoy's flush interval
-	// (1 s) and the kubelet's: wait for a line stamped at the end of the load.
+	// (pilot-agent starts it with --file-flush-interval-msec 1000, istio
+	// pkg/envoy/proxy.go) and the kubelet's: wait for a line stamped at the
+	// end of the load.
 	var entries []envoylog.Entry
 	lw, err := converge.Until(ctx, converge.Policy{Poll: r.Env.Config.Timeouts.ConvergePoll, Times: 1, Limit: r.Env.Config.Timeouts.LogFlush}, "the load's last requests in the access log", func(ctx context.Context) (bool, string, error) {
 		es, err := accessLog(ctx, proxyLog, from, time.Now())
