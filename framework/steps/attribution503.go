@@ -79,8 +79,10 @@ func Attribute503s(entries []envoylog.Entry, tl podtimeline.Timeline, echoHost s
 // RolloutAccessLog is rollout.503-attribution's run: GUIDE T1 (the claim's
 // setup, as rollout.baseline's) in a run of its own, since the access log
 // it needs is on only here: the client's sidecar logs its outbound requests
-// (fixtures.ClientAccessLog, deleted when the spec ends), shown working by
-// probe requests that must appear in the log before the load; echo's pods
+// (fixtures.ClientAccessLog, deleted when the spec ends; its config dump
+// read until the file access log is there, and after the delete until it is
+// gone), shown working by probe requests that must appear in the log
+// before the load; echo's pods
 // are watched throughout; afterwards each 503 the sidecar logged for echo
 // is placed on the pod timeline (Attribute503s).
 func RolloutAccessLog(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
@@ -94,7 +96,15 @@ func RolloutAccessLog(ctx context.Context, r *spec.Run) (verdict.Measurement, er
 		return verdict.Measurement{}, err
 	}
 	s.AllowInitialErrors, s.LogErrors = true, true
-	if err := Apply(ctx, r, fixtures.ClientAccessLog(Target(r))); err != nil {
+	tel := fixtures.ClientAccessLog(Target(r))
+	// Registered before Apply's own undo, so it runs after the delete: the
+	// next spec starts only once the client's sidecar has dropped the log
+	// (a listener update under its load would be measured).
+	r.Defer(func(ctx context.Context) error { return AwaitRemoved(ctx, r, tel) })
+	if err := Apply(ctx, r, tel); err != nil {
+		return verdict.Measurement{}, err
+	}
+	if err := AwaitApplied(ctx, r, tel); err != nil {
 		return verdict.Measurement{}, err
 	}
 	c := InMesh(r)
