@@ -10,6 +10,7 @@ import (
 
 	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
 	securityv1 "istio.io/client-go/pkg/apis/security/v1"
+	telemetryv1 "istio.io/client-go/pkg/apis/telemetry/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
@@ -33,12 +34,13 @@ type WriteGuard interface {
 }
 
 // Scheme knows every type the fixtures build: Kubernetes' built-in types,
-// Istio networking and security v1, Gateway API v1 and v1beta1.
+// Istio networking, security and telemetry v1, Gateway API v1 and v1beta1.
 func Scheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
 	utilruntime.Must(networkingv1.AddToScheme(s))
 	utilruntime.Must(securityv1.AddToScheme(s))
+	utilruntime.Must(telemetryv1.AddToScheme(s))
 	utilruntime.Must(gatewayv1.Install(s))
 	utilruntime.Must(gatewayv1beta1.Install(s))
 	return s

@@ -60,11 +60,29 @@ const (
 	CostShare          Metric = "cost_share"             // a part of a latency overhead as a share of the whole (0..1)
 	FailureRate        Metric = "failure_rate"           // requests the client saw fail after the mesh's retries, of those sent
 	ProxyFootprint     Metric = "proxy_footprint"        // one proxy's working set (value, MiB) and CPU (vcpu) under a stated load
+	// Attribution: events of one kind (fortio -1s, 503s) counted per
+	// category of what caused them; the share of the categories the source
+	// names is judged.
+	Attribution Metric = "attribution"
 )
 
 var metrics = []Metric{Outcome, LatencyPercentiles, LatencyOverhead, LatencyMean, ErrorRate,
 	RateRatio, DuplicateCount, Throughput, Bandwidth, IntervalMs, TimeToReady, ResourceBudget,
-	QueriesPerCore, Stability, SuccessRate, CostShare, FailureRate, ProxyFootprint}
+	QueriesPerCore, Stability, SuccessRate, CostShare, FailureRate, ProxyFootprint, Attribution}
+
+// AttributionCategories are the categories an attribution claim may name:
+// the causes of fortio's -1 as the load engine classifies them
+// (framework/load's Cause values), and where a 503's upstream host stood on
+// the rollout's pod timeline (framework/steps' access-log attribution).
+var AttributionCategories = []string{
+	"reset", "eof", "timeout", "refused", "other", // fortio -1 causes
+	"terminating", "gone", "live", "no-upstream", // a 503's upstream host
+}
+
+// Unattributed is the category of events nothing explains (a -1 without a
+// log line, a 503 whose upstream host is not on the timeline); a judge counts
+// it neither for nor against the source's categories.
+const Unattributed = "unattributed"
 
 // Outcomes a probe can observe; requirement claims name one per mode.
 var outcomes = []string{
@@ -131,6 +149,9 @@ type Value struct {
 	Cycles      *int64             `yaml:"cycles" json:"cycles,omitempty"`
 	Sockets     *int64             `yaml:"sockets" json:"sockets,omitempty"`
 	Unanswered  *int64             `yaml:"socket_errors" json:"socket_errors,omitempty"` // fortio -1
+	// Attribution is what the source attributes the mode's events to
+	// (metric attribution): Of events, each to one of To.
+	Attribution *Attributed `yaml:"attribution" json:"attribution,omitempty"`
 	// At is the value at a stated scale (kubeproxy.service-scale: with
 	// 10,000 Services), for claims about how a value grows; the growth
 	// from Value to At.Value is judged.
@@ -139,6 +160,13 @@ type Value struct {
 	// it (e.g. no mesh: 8080 allowed gives 200); reports show it as expected,
 	// not documented.
 	Expected bool `yaml:"expected" json:"expected,omitempty"`
+}
+
+// Attributed is a source's attribution of a number of events to causes:
+// GUIDE's 84 -1s in the column "TCP reset/EOF" are Of 84, To [reset, eof].
+type Attributed struct {
+	Of int64    `yaml:"of" json:"of"`
+	To []string `yaml:"to" json:"to"`
 }
 
 // AtScale is a documented value under a stated number of objects.

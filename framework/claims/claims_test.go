@@ -236,3 +236,50 @@ func TestParseRejectsComparisons(t *testing.T) {
 		})
 	}
 }
+
+// An attribution claim: what GUIDE's -1s are attributed to, per mode.
+const attributed = `version: 1
+sources:
+  GUIDE: {title: t, file: f, platform: p}
+claims:
+  - id: rollout.no-response-cause
+    title: cause of -1
+    source: {doc: GUIDE, section: "4"}
+    kind: measurement
+    metric: attribution
+    modes: [none, sidecar, ambient-l4]
+    documented:
+      sidecar: {attribution: {of: 2, to: [reset, eof]}}
+      ambient-l4: {attribution: {of: 195, to: [reset]}}
+    distinct: {groups: [[sidecar, ambient-l4]], text: "TCP reset/EOF"}
+    tolerance: {at_least: 0.5, why: most}
+`
+
+func TestParseAttribution(t *testing.T) {
+	reg, err := Parse([]byte(attributed), "x.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := reg.MustGet("rollout.no-response-cause").Documented[mode.AmbientL4].Attribution
+	if a == nil || a.Of != 195 || len(a.To) != 1 || a.To[0] != "reset" {
+		t.Fatalf("ambient-l4 attribution: %+v", a)
+	}
+	for _, c := range []struct{ name, old, new, want string }{
+		{"unknown category", "to: [reset]", "to: [rst]", `mode ambient-l4: unknown attribution category "rst"; accepted: reset, eof`},
+		{"no categories", "to: [reset]", "to: []", `mode ambient-l4: attribution needs of > 0`},
+		{"nothing attributed", "of: 195", "of: 0", `mode ambient-l4: attribution needs of > 0`},
+		{"a value without attribution", "ambient-l4: {attribution: {of: 195, to: [reset]}}", "ambient-l4: {count: 195, total: 195}", `mode ambient-l4: an attribution (of, to) goes with metric attribution`},
+		{"attribution on another metric", "metric: attribution", "metric: error_rate", `an attribution (of, to) goes with metric attribution`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			bad := strings.Replace(attributed, c.old, c.new, 1)
+			if bad == attributed {
+				t.Fatal("test case did not change the input")
+			}
+			_, err := Parse([]byte(bad), "x.yaml")
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %v does not contain %q", err, c.want)
+			}
+		})
+	}
+}

@@ -173,6 +173,19 @@ func validateClaim(c *Claim, sources map[string]Source, line func(string) int, a
 		if v.VCPU != nil && c.Metric != ProxyFootprint {
 			add(line("documented"), "mode %s: vcpu is the CPU of metric %s; metric %s has none", m, ProxyFootprint, c.Metric)
 		}
+		if (v.Attribution != nil) != (c.Metric == Attribution) {
+			add(line("documented"), "mode %s: an attribution (of, to) goes with metric %s and every documented value of it needs one", m, Attribution)
+		}
+		if a := v.Attribution; a != nil {
+			if a.Of <= 0 || len(a.To) == 0 {
+				add(line("documented"), "mode %s: attribution needs of > 0 (the events the source attributes) and at least one category in to", m)
+			}
+			for _, cat := range a.To {
+				if !slices.Contains(AttributionCategories, cat) {
+					add(line("documented"), "mode %s: unknown attribution category %q; accepted: %s", m, cat, strings.Join(AttributionCategories, ", "))
+				}
+			}
+		}
 		if (v.Count == nil) != (v.Total == nil) && c.Metric == ErrorRate {
 			add(line("documented"), "mode %s: an error rate needs both count and total", m)
 		}

@@ -56,7 +56,11 @@ var upstreamEnvoyEnv = map[string]any{
 //     sidecars are not HBONE-enabled (the ambient profile sets "true",
 //     files/profile-ambient.yaml).
 //
-// No Telemetry or WasmPlugin objects are created by the suite either.
+// No WasmPlugin objects are created by the suite either, and one Telemetry
+// only: rollout.503-attribution's, which turns on Envoy's access log for the
+// sidecar-mode fortio client's outbound requests with Istio's built-in
+// "envoy" provider (Envoy's file logger, no Istio extension) for the length
+// of that spec (fixtures.ClientAccessLog).
 func UpstreamEnvoyIstiodValues() map[string]any {
 	env := map[string]any{}
 	for k, v := range upstreamEnvoyEnv {
@@ -86,5 +90,5 @@ func (k ProxyKind) IstiodSettings() []string {
 	return append(out,
 		"telemetry.enabled=false (no meshConfig.defaultProviders.metrics: no metrics provider, no stats filters)",
 		"meshConfig.defaultConfig.proxyMetadata.ISTIO_META_ENABLE_HBONE=false (sidecars not HBONE-enabled)",
-		"no Telemetry or WasmPlugin objects")
+		"no WasmPlugin objects; one Telemetry, only during rollout.503-attribution: access logging (built-in envoy provider) for the sidecar-mode fortio client's outbound requests")
 }

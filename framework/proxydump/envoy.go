@@ -306,3 +306,36 @@ func list(set map[string]bool) string {
 	sort.Strings(s)
 	return strings.Join(s, ", ")
 }
+
+// fileAccessLogType is Envoy's file access logger's config type, what
+// Istio's built-in "envoy" provider configures (pilot/pkg/model
+// telemetry_logging.go).
+const fileAccessLogType = "type.googleapis.com/envoy.extensions.access_loggers.file.v3.FileAccessLog"
+
+// EnvoyFileAccessLog reports whether an Envoy config_dump's listeners carry
+// a file access log (in their HTTP connection managers or TCP proxies, or
+// on the listener itself) to path. The bootstrap's own access logs (the
+// admin endpoint's) are not listeners' and do not count. seen names the
+// listeners that carry one.
+func EnvoyFileAccessLog(dump, path string) (found bool, seen string, err error) {
+	cfgs, err := configs(dump)
+	if err != nil {
+		return false, "", err
+	}
+	names := map[string]bool{}
+	for _, sec := range section(cfgs, listenersDump) {
+		walk(sec, func(o map[string]any) {
+			l, ok := o["listener"].(map[string]any)
+			if !ok {
+				return
+			}
+			name, _ := l["name"].(string)
+			walk(l, func(x map[string]any) {
+				if x["@type"] == fileAccessLogType && x["path"] == path {
+					names[name] = true
+				}
+			})
+		})
+	}
+	return len(names) > 0, "listeners with a file access log to " + path + ": " + list(names), nil
+}

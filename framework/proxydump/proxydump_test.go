@@ -279,3 +279,48 @@ func TestHTTPRouteFromMeshMergedName(t *testing.T) {
 		}
 	}
 }
+
+// accessLogDump is an Istio sidecar's /config_dump with the access log the
+// Telemetry's built-in envoy provider adds to the outbound HTTP connection
+// manager (Envoy's envoy.admin.v3 dump shapes, written afresh), beside the
+// bootstrap's admin access log Istio's bootstrap template always has.
+const accessLogDump = `{"configs": [
+ {"@type": "type.googleapis.com/envoy.admin.v3.BootstrapConfigDump",
+  "bootstrap": {"admin": {"access_log": [{"name": "envoy.access_loggers.file",
+    "typed_config": {"@type": "type.googleapis.com/envoy.extensions.access_loggers.file.v3.FileAccessLog", "path": "/dev/stdout"}}]}}},
+ {"@type": "type.googleapis.com/envoy.admin.v3.ListenersConfigDump",
+  "dynamic_listeners": [{"name": "0.0.0.0_8080", "active_state": {"version_info": "2026-12-01T14:00:00Z/20", "listener": {
+   "@type": "type.googleapis.com/envoy.config.listener.v3.Listener", "name": "0.0.0.0_8080",
+   "address": {"socket_address": {"address": "0.0.0.0", "port_value": 8080}},
+   "filter_chains": [{"filters": [{"name": "envoy.filters.network.http_connection_manager", "typed_config": {
+    "@type": "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager",
+    "stat_prefix": "outbound_0.0.0.0_8080", "rds": {"route_config_name": "8080"},
+    "access_log": [{"name": "envoy.access_loggers.file", "typed_config": {
+     "@type": "type.googleapis.com/envoy.extensions.access_loggers.file.v3.FileAccessLog", "path": "/dev/stdout",
+     "log_format": {"text_format_source": {"inline_string": "[%START_TIME%] \"%REQ(:METHOD)% %REQ(X-ENVOY-ORIGINAL-PATH?:PATH)% %PROTOCOL%\" %RESPONSE_CODE% %RESPONSE_FLAGS% ...\n"}}}}]}}]}]}}}]}
+]}`
+
+// The access log is found on the listener that has it; the sidecar dump
+// of testdata (no Telemetry) and the bootstrap's admin log alone are the
+// negative controls.
+func TestEnvoyFileAccessLog(t *testing.T) {
+	found, seen, err := EnvoyFileAccessLog(accessLogDump, "/dev/stdout")
+	if err != nil || !found || !strings.Contains(seen, "0.0.0.0_8080") {
+		t.Fatalf("found %v, %s, %v", found, seen, err)
+	}
+	if found, _, _ := EnvoyFileAccessLog(accessLogDump, "/dev/null"); found {
+		t.Error("an access log to another path counted")
+	}
+	bootstrapOnly := strings.Replace(accessLogDump, `"access_log": [{"name": "envoy.access_loggers.file", "typed_config": {
+     "@type"`, `"no_access_log": [{"name": "x", "typed_config": {
+     "@kind"`, 1)
+	if bootstrapOnly == accessLogDump {
+		t.Fatal("the negative control did not change the dump")
+	}
+	if found, seen, err := EnvoyFileAccessLog(bootstrapOnly, "/dev/stdout"); err != nil || found {
+		t.Errorf("the bootstrap's admin access log counted as a listener's: %v %s %v", found, seen, err)
+	}
+	if found, seen, err := EnvoyFileAccessLog(read(t, "sidecar_config_dump.json"), "/dev/stdout"); err != nil || found {
+		t.Errorf("a sidecar without the Telemetry: %v %s %v", found, seen, err)
+	}
+}

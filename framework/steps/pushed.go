@@ -159,6 +159,13 @@ func pushedCondition(m *spec.Cluster, r *spec.Run, obj client.Object, present bo
 			envoyEach(m.Kube, ns, LabelGatewayName+"="+fixtures.WaypointName, present, func(d string) (bool, string, error) {
 				return proxydump.EnvoyRouteFrom(d, proxydump.HTTPRouteFrom(ns, name, meshRouteNames(obj, ns)...))
 			}), ""
+	case kind == "Telemetry" && md == mode.Sidecar:
+		// The only Telemetry the suite applies turns on the client's access
+		// log (fixtures.ClientAccessLog).
+		return fmt.Sprintf("the client's sidecar to %s a file access log to /dev/stdout from Telemetry %s/%s", verb, ns, name),
+			envoyEach(m.Kube, ns, clientSel, present, func(d string) (bool, string, error) {
+				return proxydump.EnvoyFileAccessLog(d, "/dev/stdout")
+			}), ""
 	case kind == "NetworkPolicy" && r.Env.Config.Provider == "local":
 		np, _ := obj.(*networkingv1.NetworkPolicy)
 		return fmt.Sprintf("kube-router to %s iptables rules for NetworkPolicy %s/%s on the pods it selects", verb, ns, name),

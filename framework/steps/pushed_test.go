@@ -72,6 +72,7 @@ func TestPushedConditionChoosesTheEnforcer(t *testing.T) {
 		{mode.Sidecar, "kind", func(t fixtures.Target) client.Object { return fixtures.CanaryHeaderRoute(t) }, "the client's sidecar to carry routes from HTTPRoute meshclaims-sidecar/"},
 		{mode.AmbientL7, "kind", func(t fixtures.Target) client.Object { return fixtures.CanaryPathRoute(t) }, "the waypoint's Envoy to carry routes from HTTPRoute meshclaims-ambient-l7/"},
 		{mode.AmbientL4, "kind", func(t fixtures.Target) client.Object { return fixtures.CanaryPathRoute(t) }, ""},
+		{mode.Sidecar, "local", func(t fixtures.Target) client.Object { return fixtures.ClientAccessLog(t) }, "the client's sidecar to carry a file access log to /dev/stdout from Telemetry meshclaims-sidecar/client-access-log"},
 		{mode.None, "local", func(t fixtures.Target) client.Object { return fixtures.NetpolDenyAll(t) }, "kube-router to carry iptables rules for NetworkPolicy meshclaims-none/"},
 		{mode.None, "kind", func(t fixtures.Target) client.Object { return fixtures.NetpolDenyAll(t) }, ""},
 		{mode.None, "existing", func(t fixtures.Target) client.Object { return fixtures.NetpolDenyAll(t) }, ""},

@@ -3,6 +3,7 @@ package verdict
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/meshclaims/meshclaims/framework/claims"
 	"github.com/meshclaims/meshclaims/framework/mode"
@@ -50,6 +51,11 @@ func Bands(c *claims.Claim, m mode.Mode) []Band {
 	switch c.Metric {
 	case claims.Outcome, claims.Stability:
 		return nil
+	case claims.Attribution:
+		if doc.Attribution != nil {
+			// The source attributes all its events to its categories (share 1).
+			add("share attributed to "+strings.Join(doc.Attribution.To, " or "), 1, c.Tolerance)
+		}
 	case claims.ErrorRate, claims.SuccessRate, claims.DuplicateCount, claims.FailureRate:
 		rate("rate", doc.Count, doc.Total)
 		if doc.Unanswered != nil {

@@ -17,6 +17,11 @@ func AsMeasured(c *claims.Claim, m mode.Mode) (Measurement, bool) {
 		return Measurement{}, false
 	}
 	got := fromValue(doc)
+	if a := doc.Attribution; a != nil {
+		// The source's events, all in its first category: the source does
+		// not split them between its categories (GUIDE's "reset/EOF").
+		got.Attribution = map[string]int64{a.To[0]: a.Of}
+	}
 	if c.Metric == claims.RateRatio && doc.Value != nil {
 		// Exactly the documented ratio: an interval of zero width.
 		v := *doc.Value

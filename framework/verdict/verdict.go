@@ -70,6 +70,10 @@ type Measurement struct {
 	Ratio *stats.RatioEstimate `json:"ratio,omitempty"`
 	// Percentiles in ms ("50", "99.9", ...).
 	Percentiles map[string]float64 `json:"percentiles_ms,omitempty"`
+	// Attribution counts events of one kind (fortio -1s, 503s) per category
+	// of what caused them (metric attribution); claims.Unattributed counts
+	// those nothing explains.
+	Attribution map[string]int64 `json:"attribution,omitempty"`
 	// Extra keeps further numbers for the report (sockets, cycles, mean_ms...).
 	Extra map[string]float64 `json:"extra,omitempty"`
 	// At is the value measured at a scale (kubeproxy.service-scale: the
@@ -154,6 +158,8 @@ func Judge(c *claims.Claim, m mode.Mode, got Measurement) Verdict {
 		v.Result, v.Reason = judgeStability(c, got)
 	case claims.ProxyFootprint:
 		v.Result, v.Reason = judgeFootprint(c, doc, got)
+	case claims.Attribution:
+		v.Result, v.Reason = judgeAttribution(c, doc, got)
 	default:
 		v.Result, v.Reason = judgeScalar(c, doc, got)
 		if doc.At != nil {
@@ -540,6 +546,9 @@ func describeDoc(v claims.Value, ok bool) string {
 	if len(v.Percentiles) > 0 {
 		parts = append(parts, percentiles(v.Percentiles))
 	}
+	if a := v.Attribution; a != nil {
+		parts = append(parts, fmt.Sprintf("%d attributed to %s", a.Of, strings.Join(a.To, " or ")))
+	}
 	if v.Expected {
 		parts = append(parts, "(expected, not documented)")
 	}
@@ -579,6 +588,9 @@ func describeMeasured(m Measurement) string {
 	}
 	if len(m.Percentiles) > 0 {
 		parts = append(parts, percentiles(m.Percentiles))
+	}
+	if len(m.Attribution) > 0 {
+		parts = append(parts, attributionText(m.Attribution))
 	}
 	if m.Unmet != "" {
 		parts = append(parts, "unmet: "+m.Unmet)
