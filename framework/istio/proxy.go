@@ -33,6 +33,12 @@ func ParseProxyKind(s string) (ProxyKind, error) {
 	return "", fmt.Errorf("unknown proxy kind %q; accepted: %s (Istio's release proxyv2), %s (proxyv2 of make istio-images: pilot-agent with upstream Envoy)", s, ProxyIstio, ProxyUpstreamEnvoy)
 }
 
+// SidecarHBONE reports whether sidecars of this proxy kind accept HBONE
+// under the ambient profile (its ISTIO_META_ENABLE_HBONE=true): istio-proxy
+// does; upstream Envoy is installed with HBONE off (upstreamEnvoyEnv,
+// UpstreamEnvoyIstiodValues), so ambient clients cannot reach its pods.
+func (k ProxyKind) SidecarHBONE() bool { return k != ProxyUpstreamEnvoy }
+
 // upstreamEnvoyEnv are istiod's environment settings for upstream Envoy:
 //   - PILOT_ENABLE_ALPN_FILTER=false: no istio.alpn HTTP filter on the
 //     outbound clusters' chains (pilot/pkg/features/pilot.go);

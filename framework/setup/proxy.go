@@ -46,6 +46,17 @@ func proxyKind(pa *proxyArchive) istio.ProxyKind {
 	return pa.info.Kind
 }
 
+// noSidecarHBONE says why this run's sidecars accept no HBONE, or "" when
+// they run as Istio's defaults make them (an installed istiod with the
+// upstream-Envoy settings is the one case; -istio-install=skip leaves
+// whatever the cluster's istiod does).
+func (s *Suite) noSidecarHBONE() string {
+	if istio.Method(s.Cfg.IstioInstall) == istio.MethodSkip || proxyKind(s.proxy).SidecarHBONE() {
+		return ""
+	}
+	return "the sidecars are upstream Envoy (proxy kind " + string(istio.ProxyUpstreamEnvoy) + ") installed with PILOT_ENABLE_SIDECAR_LISTENING_HBONE=false and ISTIO_META_ENABLE_HBONE=false: no HBONE inbound, so ztunnel's calls into a sidecar pod are not answered as under Istio's ambient profile with istio-proxy"
+}
+
 // proxyRan is the environment's account of the proxy: the image the
 // charts inject, its Envoy and pilot-agent, and istiod's settings for it.
 func proxyRan(pa *proxyArchive, hub, tag, istioVersion string) *report.ProxyRan {

@@ -286,7 +286,7 @@ func (s *Suite) up(ctx context.Context) error {
 	if err := s.Results.SaveEnvironment(env); err != nil {
 		return err
 	}
-	s.Env = &spec.Env{Config: cfg, Registry: reg, Results: s.Results, Cluster: mesh, Where: where, Proxy: env.Proxy.Summary()}
+	s.Env = &spec.Env{Config: cfg, Registry: reg, Results: s.Results, Cluster: mesh, Where: where, Proxy: env.Proxy.Summary(), NoSidecarHBONE: s.noSidecarHBONE()}
 	return nil
 }
 

@@ -77,7 +77,7 @@ func execute(ctx SpecContext, p Planned, env *Env) {
 	for _, need := range p.Def.Needs {
 		if err := need.Check(ctx, r); err != nil {
 			got.Unmet = fmt.Sprintf("%s: %v", need.Name, err)
-			bySelection = need.Selection
+			bySelection = need.Selection || need.Layer
 			break
 		}
 	}
@@ -114,7 +114,8 @@ func execute(ctx SpecContext, p Planned, env *Env) {
 // Gate decides whether a judged spec of a claim of kind fails. A missing
 // precondition of the cluster always fails (a claim about NetworkPolicy on
 // a CNI that does not enforce it must never pass); one of the run's mode
-// selection (bySelection: Need.Selection) fails only the qualification gate
+// selection or of the test layer (bySelection: Need.Selection, Need.Layer)
+// fails only the qualification gate
 // (FailOnNotReproduced), since its verdict is inconclusive. Otherwise failOn
 // says whether a verdict other than reproduced or recorded fails the spec
 // (FailOnNotReproduced), fails it only for a requirement

@@ -33,6 +33,10 @@ type Env struct {
 	// Proxy says which proxy and istiod settings a measurement through the
 	// proxyv2 image ran with (report.ProxyRan.Summary); empty without Istio.
 	Proxy string
+	// NoSidecarHBONE says why this run's sidecars accept no HBONE, where
+	// they do not (upstream Envoy: istio.UpstreamEnvoyIstiodValues); empty
+	// under Istio's defaults, where the ambient profile's sidecars do.
+	NoSidecarHBONE string
 }
 
 // WhereFor is Where for a record of mode m: with the proxy beside it when

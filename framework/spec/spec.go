@@ -35,6 +35,14 @@ type Need struct {
 	// not failed: a single-mode run cannot measure it by design, where an
 	// unmet need of the cluster (NetworkPolicy not enforced) is a defect.
 	Selection bool
+	// Layer marks a need that the test layer under the suite cannot meet
+	// by design, where a user's cluster does: the local provider's
+	// sidecars are upstream Envoy without Istio's HBONE inbound, so an
+	// ambient client cannot reach them, as it can under Istio's ambient
+	// profile with istio-proxy. Unmet, it is handled as Selection is
+	// (inconclusive with the reason, failed only by the qualification
+	// gate): the verdict must not say "not reproduced" for the layer's sake.
+	Layer bool
 }
 
 // Def declares the spec of one claim.

@@ -5,7 +5,8 @@ import (
 	"github.com/meshclaims/meshclaims/framework/steps"
 )
 
-// Needs: at least two meshed modes deployed side by side in this run.
+// Needs: at least two meshed modes deployed side by side in this run, and
+// sidecars that accept HBONE where sidecar meets an ambient mode.
 // Policy: each namespace's own STRICT PeerAuthentication (base set).
 // Scenario: this mode's in-mesh client calls every other meshed mode's echo
 // and their clients call this mode's echo (sidecar <-> ambient); plaintext
@@ -15,6 +16,6 @@ var _ = spec.Declare(spec.Def{
 	Claim:    "mtls.mixed-namespaces",
 	Area:     "mtls",
 	Scenario: "in-mesh calls across the meshed modes' namespaces both ways under STRICT; plaintext refused",
-	Needs:    []spec.Need{steps.NeedMeshedModes(2)},
+	Needs:    []spec.Need{steps.NeedMeshedModes(2), steps.NeedSidecarHBONE},
 	Measure:  steps.MixedNamespaces,
 })
