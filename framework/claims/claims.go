@@ -156,10 +156,41 @@ type Value struct {
 	// 10,000 Services), for claims about how a value grows; the growth
 	// from Value to At.Value is judged.
 	At *AtScale `yaml:"at" json:"at,omitempty"`
+	// ByKubeProxy holds values the source states per kube-proxy mode
+	// (HYBRID's kind runs: a new Service answers after 1.04 s under
+	// iptables, 0.12 s under ipvs): what a cluster should give depends on
+	// the mode its kube-proxy runs, not on the mesh mode, so the judge picks
+	// the value of the mode the spec read from the cluster. Each entry sets
+	// value (and text); the outer value then sets only text.
+	ByKubeProxy map[KubeProxyMode]Value `yaml:"by_kube_proxy" json:"by_kube_proxy,omitempty"`
 	// Expected marks a value the document did not state but that follows from
 	// it (e.g. no mesh: 8080 allowed gives 200); reports show it as expected,
 	// not documented.
 	Expected bool `yaml:"expected" json:"expected,omitempty"`
+}
+
+// KubeProxyMode is how kube-proxy programs Services: the mode field of its
+// KubeProxyConfiguration.
+type KubeProxyMode string
+
+const (
+	KubeProxyIPTables KubeProxyMode = "iptables"
+	KubeProxyIPVS     KubeProxyMode = "ipvs"
+	KubeProxyNFTables KubeProxyMode = "nftables"
+)
+
+// KubeProxyModes are the modes kube-proxy accepts on Linux (kernelspace is
+// Windows-only and no source measures it).
+var KubeProxyModes = []KubeProxyMode{KubeProxyIPTables, KubeProxyIPVS, KubeProxyNFTables}
+
+// ForKubeProxy returns the value documented for kube-proxy mode kp when the
+// value is stated per kube-proxy mode, and v itself when it is not.
+func (v Value) ForKubeProxy(kp KubeProxyMode) (Value, bool) {
+	if len(v.ByKubeProxy) == 0 {
+		return v, true
+	}
+	x, ok := v.ByKubeProxy[kp]
+	return x, ok
 }
 
 // Attributed is a source's attribution of a number of events to causes:
@@ -268,13 +299,26 @@ func (r *Reference) AppliesTo(m mode.Mode) bool {
 // the source does not tell apart.
 type Distinct struct {
 	Groups [][]mode.Mode `yaml:"groups" json:"groups"`
-	Text   string        `yaml:"text" json:"text"`
+	// KubeProxyGroups does the same for the kube-proxy modes of values
+	// stated per kube-proxy mode (Value.ByKubeProxy).
+	KubeProxyGroups [][]KubeProxyMode `yaml:"kube_proxy_groups" json:"kube_proxy_groups,omitempty"`
+	Text            string            `yaml:"text" json:"text"`
 }
 
 // Group returns the index of m's group, or -1.
 func (d *Distinct) Group(m mode.Mode) int {
 	for i, g := range d.Groups {
 		if slices.Contains(g, m) {
+			return i
+		}
+	}
+	return -1
+}
+
+// KubeProxyGroup returns the index of kp's kube-proxy group, or -1.
+func (d *Distinct) KubeProxyGroup(kp KubeProxyMode) int {
+	for i, g := range d.KubeProxyGroups {
+		if slices.Contains(g, kp) {
 			return i
 		}
 	}

@@ -283,3 +283,60 @@ func TestParseAttribution(t *testing.T) {
 		})
 	}
 }
+
+// A value stated per kube-proxy mode (HYBRID's kind runs).
+const perKubeProxy = `version: 1
+sources:
+  HYBRID: {title: t, file: f, platform: p}
+claims:
+  - id: kubeproxy.kind-service-ready
+    title: new Service ready per kube-proxy mode
+    source: {doc: HYBRID, section: "kube-proxy"}
+    kind: measurement
+    metric: time_to_ready_s
+    modes: [none]
+    documented:
+      none:
+        text: "1.04 / 0.12 / 1.03 s"
+        by_kube_proxy:
+          iptables: {value: 1.04}
+          ipvs: {value: 0.12}
+          nftables: {value: 1.03}
+    distinct: {groups: [[none]], kube_proxy_groups: [[iptables, nftables], [ipvs]], text: t}
+    tolerance: {factor: 2.5, why: w}
+`
+
+func TestParseByKubeProxy(t *testing.T) {
+	reg, err := Parse([]byte(perKubeProxy), "x.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := reg.MustGet("kubeproxy.kind-service-ready").Documented[mode.None]
+	if v, ok := doc.ForKubeProxy(KubeProxyIPVS); !ok || *v.Value != 0.12 {
+		t.Fatalf("ipvs: %+v %v", v, ok)
+	}
+	if _, ok := doc.ForKubeProxy("kernelspace"); ok {
+		t.Fatal("a kube-proxy mode nothing documents has a value")
+	}
+	for _, c := range []struct{ name, old, new, want string }{
+		{"unknown kube-proxy mode", "ipvs: {value: 0.12}", "ipvss: {value: 0.12}", `mode none: by_kube_proxy names unknown kube-proxy mode "ipvss"; accepted: iptables, ipvs, nftables`},
+		{"no value", "ipvs: {value: 0.12}", "ipvs: {text: fast}", "mode none: by_kube_proxy ipvs has no value"},
+		{"a value beside", `text: "1.04 / 0.12 / 1.03 s"`, "value: 1.04", "mode none: by_kube_proxy states the values; the mode's own value"},
+		{"nested", "ipvs: {value: 0.12}", "ipvs: {value: 0.12, at: {services: 10, value: 1}}", "mode none: by_kube_proxy ipvs sets only value"},
+		{"another metric", "metric: time_to_ready_s", "metric: latency_mean_ms", "by_kube_proxy (values per kube-proxy mode) is judged for metric time_to_ready_s only, not latency_mean_ms"},
+		{"no kube-proxy groups", "kube_proxy_groups: [[iptables, nftables], [ipvs]], ", "", "documents values for 3 kube-proxy modes (iptables, ipvs, nftables) but no distinct.kube_proxy_groups"},
+		{"a mode left out", "[[iptables, nftables], [ipvs]]", "[[iptables], [ipvs]]", "distinct.kube_proxy_groups leaves out documented kube-proxy mode nftables"},
+		{"an undocumented mode", "[[iptables, nftables], [ipvs]]", "[[iptables, nftables], [ipvs, kernelspace]]", `distinct.kube_proxy_groups names kube-proxy mode "kernelspace", which no by_kube_proxy documents`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			bad := strings.Replace(perKubeProxy, c.old, c.new, 1)
+			if bad == perKubeProxy {
+				t.Fatal("test case did not change the input")
+			}
+			_, err := Parse([]byte(bad), "x.yaml")
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %v does not contain %q", err, c.want)
+			}
+		})
+	}
+}

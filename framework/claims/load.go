@@ -167,6 +167,7 @@ func validateClaim(c *Claim, sources map[string]Source, line func(string) int, a
 		if v.At != nil && (c.Metric != TimeToReady || v.Value == nil || v.At.Services <= 0) {
 			add(line("documented"), "mode %s: at (a value at a scale) needs metric %s, a value to grow from and services > 0", m, TimeToReady)
 		}
+		validateByKubeProxy(c, m, v, line("documented"), add)
 		if c.Metric == ProxyFootprint && !v.Expected && (v.Value == nil || v.VCPU == nil) {
 			add(line("documented"), "mode %s: a proxy footprint needs both value (working set, MiB) and vcpu", m)
 		}
@@ -199,6 +200,32 @@ func validateClaim(c *Claim, sources map[string]Source, line func(string) int, a
 	}
 	validateTolerance(c.Tolerance, "tolerance", line("tolerance"), add)
 	validateDistinct(c, line("distinct"), add)
+}
+
+// validateByKubeProxy checks a value stated per kube-proxy mode: known
+// modes, a scalar each, and nothing beside them the judge would ignore.
+func validateByKubeProxy(c *Claim, m mode.Mode, v Value, at int, add func(int, string, ...any)) {
+	if len(v.ByKubeProxy) == 0 {
+		return
+	}
+	if v.Value != nil || v.At != nil || v.Low != nil || v.High != nil || len(v.Percentiles) > 0 || v.Count != nil {
+		add(at, "mode %s: by_kube_proxy states the values; the mode's own value, at, low, high, percentiles_ms or count beside it would never be judged", m)
+	}
+	for _, kp := range sortedKeys(v.ByKubeProxy) {
+		x := v.ByKubeProxy[kp]
+		if !slices.Contains(KubeProxyModes, kp) {
+			add(at, "mode %s: by_kube_proxy names unknown kube-proxy mode %q; accepted: %s", m, kp, join(KubeProxyModes))
+		}
+		if x.Value == nil {
+			add(at, "mode %s: by_kube_proxy %s has no value", m, kp)
+		}
+		if len(x.ByKubeProxy) > 0 || x.At != nil || x.Outcome != "" || x.Count != nil || len(x.Percentiles) > 0 {
+			add(at, "mode %s: by_kube_proxy %s sets only value, low, high and text", m, kp)
+		}
+	}
+	if c.Metric != TimeToReady {
+		add(at, "mode %s: by_kube_proxy (values per kube-proxy mode) is judged for metric %s only, not %s", m, TimeToReady, c.Metric)
+	}
 }
 
 func validateTolerance(t Tolerance, name string, at int, add func(int, string, ...any)) {
@@ -254,6 +281,49 @@ func validateDistinct(c *Claim, at int, add func(int, string, ...any)) {
 	for _, m := range judged {
 		if !seen[m] {
 			add(at, "distinct leaves out judged documented mode %s; every one belongs to a group", m)
+		}
+	}
+	validateKubeProxyGroups(c, at, add)
+}
+
+// validateKubeProxyGroups requires, for values stated per kube-proxy mode
+// in two or more kube-proxy modes, kube_proxy_groups that group exactly the
+// documented kube-proxy modes.
+func validateKubeProxyGroups(c *Claim, at int, add func(int, string, ...any)) {
+	documented := map[KubeProxyMode]bool{}
+	for _, m := range c.JudgedDocumented() {
+		for kp := range c.Documented[m].ByKubeProxy {
+			documented[kp] = true
+		}
+	}
+	var groups [][]KubeProxyMode
+	if c.Distinct != nil {
+		groups = c.Distinct.KubeProxyGroups
+	}
+	if len(groups) == 0 {
+		if len(documented) >= 2 && !c.Tolerance.Exact {
+			add(at, "documents values for %d kube-proxy modes (%s) but no distinct.kube_proxy_groups: say which kube-proxy modes the source tells apart", len(documented), join(sortedKeys(documented)))
+		}
+		return
+	}
+	seen := map[KubeProxyMode]bool{}
+	for _, g := range groups {
+		if len(g) == 0 {
+			add(at, "distinct.kube_proxy_groups has an empty group")
+		}
+		for _, kp := range g {
+			switch {
+			case seen[kp]:
+				add(at, "distinct.kube_proxy_groups names kube-proxy mode %q in more than one group", kp)
+			case !documented[kp]:
+				add(at, "distinct.kube_proxy_groups names kube-proxy mode %q, which no by_kube_proxy documents; accepted: %s", kp, join(sortedKeys(documented)))
+			}
+			seen[kp] = true
+		}
+	}
+	for _, kp := range sortedKeys(documented) {
+		if !seen[kp] {
+			add(at, "distinct.kube_proxy_groups leaves out documented kube-proxy mode %s; every one belongs to a group", kp)
 		}
 	}
 }
@@ -397,8 +467,8 @@ func locate(file string, starts []claimStart, err error) error {
 	return errors.Join(errs...)
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
+func sortedKeys[K ~string, V any](m map[K]V) []K {
+	keys := make([]K, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
 	}

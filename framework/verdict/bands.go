@@ -22,8 +22,18 @@ type Band struct {
 // come from the same band() the judges use, so a test can ask whether two
 // modes' bands leave room for one measurement to pass both.
 func Bands(c *claims.Claim, m mode.Mode) []Band {
+	return BandsFor(c, m, "")
+}
+
+// BandsFor is Bands for a cluster whose kube-proxy runs in mode kp: a
+// value stated per kube-proxy mode gives that mode's bands (none when kp
+// is not documented, or empty).
+func BandsFor(c *claims.Claim, m mode.Mode, kp claims.KubeProxyMode) []Band {
 	doc, ok := c.DocumentedFor(m)
 	if !ok {
+		return nil
+	}
+	if doc, ok = doc.ForKubeProxy(kp); !ok {
 		return nil
 	}
 	ref := c.Reference
@@ -110,7 +120,7 @@ func Overlaps(c *claims.Claim) []string {
 	if c.Distinct == nil {
 		return nil
 	}
-	var out []string
+	out := kubeProxyOverlaps(c)
 	judged := c.JudgedDocumented()
 	for i, a := range judged {
 		for _, b := range judged[i+1:] {
@@ -138,6 +148,41 @@ func Overlaps(c *claims.Claim) []string {
 				if lo, hi := math.Max(x.Low, y.Low), math.Min(x.High, y.High); lo <= hi {
 					out = append(out, fmt.Sprintf("%s: %s bands of %s [%s, %s] and %s [%s, %s] overlap in [%s, %s]; the source says they differ",
 						c.ID, x.Name, a, num(x.Low), num(x.High), b, num(y.Low), num(y.High), num(lo), num(hi)))
+				}
+			}
+		}
+	}
+	return out
+}
+
+// kubeProxyOverlaps lists, within each judged mode whose value is stated
+// per kube-proxy mode, the pairs of kube-proxy modes in different
+// distinct.kube_proxy_groups whose headline bands intersect: one cluster's
+// measurement could then pass as either kube-proxy mode.
+func kubeProxyOverlaps(c *claims.Claim) []string {
+	var out []string
+	for _, m := range c.JudgedDocumented() {
+		doc := c.Documented[m]
+		var kps []claims.KubeProxyMode
+		for _, kp := range claims.KubeProxyModes {
+			if _, ok := doc.ByKubeProxy[kp]; ok {
+				kps = append(kps, kp)
+			}
+		}
+		for i, a := range kps {
+			for _, b := range kps[i+1:] {
+				if c.Distinct.KubeProxyGroup(a) == c.Distinct.KubeProxyGroup(b) {
+					continue
+				}
+				ba, bb := BandsFor(c, m, a), BandsFor(c, m, b)
+				if len(ba) == 0 || len(bb) == 0 {
+					out = append(out, fmt.Sprintf("%s: mode %s, kube-proxy %s and %s differ in the source but have no band to tell them apart", c.ID, m, a, b))
+					continue
+				}
+				x, y := ba[0], bb[0]
+				if lo, hi := math.Max(x.Low, y.Low), math.Min(x.High, y.High); lo <= hi {
+					out = append(out, fmt.Sprintf("%s: mode %s, %s bands of kube-proxy %s [%s, %s] and %s [%s, %s] overlap in [%s, %s]; the source says they differ",
+						c.ID, m, x.Name, a, num(x.Low), num(x.High), b, num(y.Low), num(y.High), num(lo), num(hi)))
 				}
 			}
 		}

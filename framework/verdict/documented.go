@@ -12,11 +12,22 @@ import (
 // tests judge one mode's documented value in another mode's band: a band
 // that passes both cannot tell the modes apart.
 func AsMeasured(c *claims.Claim, m mode.Mode) (Measurement, bool) {
+	return AsMeasuredUnder(c, m, "")
+}
+
+// AsMeasuredUnder is AsMeasured on a cluster whose kube-proxy runs in mode
+// kp: for a value stated per kube-proxy mode, that mode's value, with kp
+// recorded as the measurement's kube-proxy mode.
+func AsMeasuredUnder(c *claims.Claim, m mode.Mode, kp claims.KubeProxyMode) (Measurement, bool) {
 	doc, ok := c.DocumentedFor(m)
 	if !ok {
 		return Measurement{}, false
 	}
+	if doc, ok = doc.ForKubeProxy(kp); !ok {
+		return Measurement{}, false
+	}
 	got := fromValue(doc)
+	got.KubeProxyMode = kp
 	if a := doc.Attribution; a != nil {
 		// The source's events, all in its first category: the source does
 		// not split them between its categories (GUIDE's "reset/EOF").

@@ -79,6 +79,10 @@ type Measurement struct {
 	// At is the value measured at a scale (kubeproxy.service-scale: the
 	// median with N extra Services), beside Value with none.
 	At *claims.AtScale `json:"at,omitempty"`
+	// KubeProxyMode is the mode the cluster's kube-proxy runs, read from
+	// the cluster, for claims documented per kube-proxy mode: it picks the
+	// documented value the measurement is judged against.
+	KubeProxyMode claims.KubeProxyMode `json:"kube_proxy_mode,omitempty"`
 	// Reference is the same run's measurement the claim's reference names
 	// (the baseline mode's percentiles, the un-hardened run's rates), kept in
 	// the record so a re-judged report has it.
@@ -131,6 +135,19 @@ func Judge(c *claims.Claim, m mode.Mode, got Measurement) Verdict {
 	if !ok {
 		v.Result, v.Reason = Recorded, "nothing documented for this mode; measured value recorded"
 		return v
+	}
+	if len(doc.ByKubeProxy) > 0 {
+		if got.KubeProxyMode == "" {
+			v.Result, v.Reason = Inconclusive, "the documented value depends on kube-proxy's mode and the measurement names none"
+			return v
+		}
+		kp, found := doc.ForKubeProxy(got.KubeProxyMode)
+		if !found {
+			v.Result, v.Reason = Inconclusive, fmt.Sprintf("nothing documented for kube-proxy mode %s (documented: %s)", got.KubeProxyMode, kubeProxyModes(doc))
+			return v
+		}
+		doc = kp
+		v.Documented = fmt.Sprintf("%s (kube-proxy %s)", describeDoc(doc, true), got.KubeProxyMode)
 	}
 	ref := c.Reference
 	if ref != nil && ref.Compare == claims.Difference && ref.Mode == m {
@@ -607,4 +624,14 @@ func percentiles(m map[string]float64) string {
 		s = append(s, "P"+k+" "+num(m[k]))
 	}
 	return strings.Join(s, " / ")
+}
+
+// kubeProxyModes lists the kube-proxy modes a value documents, sorted.
+func kubeProxyModes(doc claims.Value) string {
+	var out []string
+	for kp := range doc.ByKubeProxy {
+		out = append(out, string(kp))
+	}
+	sort.Strings(out)
+	return strings.Join(out, ", ")
 }
