@@ -105,13 +105,18 @@ func readingSeconds(rs []ServiceReading) []float64 {
 // port-forward is opened first and the polling runs inside the client pod, so
 // the time is create call + in-pod wait, with no port-forward set-up in it.
 func timeServices(ctx context.Context, r *spec.Run, t fixtures.Target, prefix string) ([]ServiceReading, error) {
+	return timeServicesN(ctx, r, t, prefix, ServiceTrials)
+}
+
+// timeServicesN is timeServices with n Services instead of ServiceTrials.
+func timeServicesN(ctx context.Context, r *spec.Run, t fixtures.Target, prefix string, n int) ([]ServiceReading, error) {
 	m, err := ClusterOf(r)
 	if err != nil {
 		return nil, err
 	}
 	var out []ServiceReading
 	err = probe.Forward(ctx, m.Kube, InMesh(r), func(base string) error {
-		for i := 0; i < ServiceTrials; i++ {
+		for i := 0; i < n; i++ {
 			s := fixtures.WorkloadService(t, fmt.Sprintf("%s-%d", prefix, i), fixtures.EchoHTTPPort)
 			s.Spec.Selector = map[string]string{fixtures.LabelApp: fixtures.EchoName}
 			start := time.Now()

@@ -1,6 +1,7 @@
 package verdict
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -15,9 +16,11 @@ func TestBandsDiscriminate(t *testing.T) {
 	reg := registry(t)
 	for _, c := range reg.Claims {
 		for _, m := range c.JudgedDocumented() {
-			got, _ := AsMeasured(c, m)
-			if v := Judge(c, m, got); v.Result != Reproduced {
-				t.Errorf("%s [%s]: the documented value does not pass its own band: %s: %s", c.ID, m, v.Result, v.Reason)
+			for _, kp := range documentedKubeProxyModes(c.Documented[m]) {
+				got, _ := AsMeasuredUnder(c, m, kp)
+				if v := Judge(c, m, got); v.Result != Reproduced {
+					t.Errorf("%s [%s%s]: the documented value does not pass its own band: %s: %s", c.ID, m, kp, v.Result, v.Reason)
+				}
 			}
 		}
 		for _, msg := range crossPasses(c) {
@@ -29,13 +32,44 @@ func TestBandsDiscriminate(t *testing.T) {
 	}
 }
 
+// documentedKubeProxyModes are the kube-proxy modes a value is stated for,
+// or the one "" of a value that does not depend on kube-proxy.
+func documentedKubeProxyModes(v claims.Value) []claims.KubeProxyMode {
+	if len(v.ByKubeProxy) == 0 {
+		return []claims.KubeProxyMode{""}
+	}
+	var out []claims.KubeProxyMode
+	for _, kp := range claims.KubeProxyModes {
+		if _, ok := v.ByKubeProxy[kp]; ok {
+			out = append(out, kp)
+		}
+	}
+	return out
+}
+
 // crossPasses judges each mode's documented value in every mode of another
-// distinct group.
+// distinct group, and each kube-proxy mode's value, measured on a cluster
+// whose kube-proxy runs a mode of another kube_proxy_groups group.
 func crossPasses(c *claims.Claim) []string {
 	if c.Distinct == nil {
 		return nil
 	}
 	var out []string
+	for _, m := range c.JudgedDocumented() {
+		kps := documentedKubeProxyModes(c.Documented[m])
+		for _, a := range kps {
+			for _, b := range kps {
+				if a == "" || c.Distinct.KubeProxyGroup(a) == c.Distinct.KubeProxyGroup(b) {
+					continue
+				}
+				got, _ := AsMeasuredUnder(c, m, a)
+				got.KubeProxyMode = b // a's value, read on a cluster running b
+				if v := Judge(c, m, got); v.Result == Reproduced {
+					out = append(out, fmt.Sprintf("%s [%s]: kube-proxy %s's documented value passes kube-proxy %s's band: %s", c.ID, m, a, b, v.Reason))
+				}
+			}
+		}
+	}
 	for _, a := range c.JudgedDocumented() {
 		got, _ := AsMeasured(c, a)
 		for _, b := range c.JudgedDocumented() {
@@ -161,5 +195,56 @@ func TestBandsDiscriminateFiresOnOverlappingBands(t *testing.T) {
 	}
 	if got := strings.Join(crossPasses(reg.MustGet("resources.proxy-footprint")), "\n"); !strings.Contains(got, "sidecar's documented value passes ambient-l4's band") {
 		t.Errorf("cross-pass check did not fire on the footprint: %q", got)
+	}
+}
+
+// A claim documented per kube-proxy mode, HYBRID's kind figures, under a
+// band given as %s: the check must fire where the band lets one mode's
+// value pass as another's.
+const kubeProxyClaim = `version: 1
+sources:
+  HYBRID: {title: t, file: f, platform: p}
+claims:
+  - id: kubeproxy.kind-service-ready
+    title: t
+    source: {doc: HYBRID, section: s}
+    kind: measurement
+    metric: time_to_ready_s
+    modes: [none]
+    documented:
+      none:
+        by_kube_proxy:
+          iptables: {value: 1.04}
+          ipvs: {value: 0.12}
+          nftables: {value: 1.03}
+    distinct: {groups: [[none]], kube_proxy_groups: [[iptables, nftables], [ipvs]], text: t}
+    tolerance: {factor: %s, why: w}
+`
+
+func TestKubeProxyBandsDiscriminate(t *testing.T) {
+	parse := func(factor string) *claims.Claim {
+		t.Helper()
+		reg, err := claims.Parse([]byte(fmt.Sprintf(kubeProxyClaim, factor)), "kp.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return reg.MustGet("kubeproxy.kind-service-ready")
+	}
+	// Factor 3 meets at 0.35 s: iptables [0.3467, 3.12], ipvs [0.04, 0.36].
+	if got := strings.Join(Overlaps(parse("3")), "\n"); !strings.Contains(got, "value bands of kube-proxy iptables [0.3467, 3.12] and ipvs [0.04, 0.36] overlap") ||
+		!strings.Contains(got, "kube-proxy ipvs [0.04, 0.36] and nftables [0.3433, 3.09] overlap") {
+		t.Errorf("factor 3: overlaps %q", got)
+	}
+	// Factor 9 lets 1.04 s into ipvs' band [0.01333, 1.08], and 0.12 s into iptables'.
+	got := strings.Join(crossPasses(parse("9")), "\n")
+	for _, w := range []string{"kube-proxy iptables's documented value passes kube-proxy ipvs's band", "kube-proxy ipvs's documented value passes kube-proxy iptables's band"} {
+		if !strings.Contains(got, w) {
+			t.Errorf("factor 9: cross passes %q do not contain %q", got, w)
+		}
+	}
+	// The registry's own band separates them: nothing fires.
+	c := registry(t).MustGet("kubeproxy.kind-service-ready")
+	if o := append(Overlaps(c), crossPasses(c)...); len(o) > 0 {
+		t.Errorf("registry band: %v", o)
 	}
 }

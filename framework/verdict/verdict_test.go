@@ -217,3 +217,32 @@ func bandFixes(t *testing.T) []judgeCase {
 			Measurement{Count: Int64(300), Total: Int64(60000), NoResponse: Int64(0)}, Recorded, "nothing documented"},
 	}
 }
+
+// A value stated per kube-proxy mode is judged against the mode the cluster
+// runs: iptables' 1.04 s passes on iptables and fails on ipvs; a measurement
+// that names no kube-proxy mode, or one nothing is documented for, is
+// inconclusive, never judged against another mode's figure.
+func TestJudgePerKubeProxyMode(t *testing.T) {
+	c := registry(t).MustGet("kubeproxy.kind-service-ready")
+	at := func(v float64, kp claims.KubeProxyMode) Measurement {
+		return Measurement{Value: Float64(v), KubeProxyMode: kp}
+	}
+	cases := []struct {
+		got  Measurement
+		want Result
+		in   string
+	}{
+		{at(1.04, claims.KubeProxyIPTables), Reproduced, "(kube-proxy iptables)"},
+		{at(1.04, claims.KubeProxyIPVS), NotReproduced, "(kube-proxy ipvs)"},
+		{at(0.12, claims.KubeProxyIPVS), Reproduced, "(kube-proxy ipvs)"},
+		{at(0.12, claims.KubeProxyNFTables), NotReproduced, "(kube-proxy nftables)"},
+		{at(1.04, ""), Inconclusive, "measurement names none"},
+		{at(1.04, "kernelspace"), Inconclusive, "nothing documented for kube-proxy mode kernelspace (documented: iptables, ipvs, nftables)"},
+	}
+	for _, k := range cases {
+		v := Judge(c, mode.None, k.got)
+		if v.Result != k.want || !strings.Contains(v.Documented+" "+v.Reason, k.in) {
+			t.Errorf("%v on %q: %s (%s; documented %s), want %s mentioning %q", *k.got.Value, k.got.KubeProxyMode, v.Result, v.Reason, v.Documented, k.want, k.in)
+		}
+	}
+}
