@@ -82,7 +82,8 @@ func (k *Kind) Start(ctx context.Context) error {
 		}
 		cfgPath = p
 	}
-	if _, err := LoadKindConfig(cfgPath); err != nil {
+	kindCfg, err := KindClusterConfig(cfgPath, k.opts.KubeProxyMode)
+	if err != nil {
 		return fmt.Errorf("-provider=kind: %w", err)
 	}
 	if err := k.connect(ctx); err != nil {
@@ -100,7 +101,7 @@ func (k *Kind) Start(ctx context.Context) error {
 		// CreateWithNodeImage sets every node's image, so the run is on
 		// the pinned Kubernetes whatever the config file names.
 		opts := []kindcluster.CreateOption{
-			kindcluster.CreateWithConfigFile(cfgPath),
+			kindcluster.CreateWithV1Alpha4Config(kindCfg),
 			kindcluster.CreateWithNodeImage(k.RequestedNodeImage()),
 			kindcluster.CreateWithWaitForReady(kindWaitForReady),
 			kindcluster.CreateWithKubeconfigPath(k.opts.KubeconfigOut),

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	yaml "go.yaml.in/yaml/v3"
 	kinddefaults "sigs.k8s.io/kind/pkg/apis/config/defaults"
 	kindcluster "sigs.k8s.io/kind/pkg/cluster"
 
@@ -461,5 +463,45 @@ func TestNewRejectsUnknownProvider(t *testing.T) {
 	_, err := New("minikube", Options{})
 	if err == nil || !strings.Contains(err.Error(), `"minikube"`) || !strings.Contains(err.Error(), "kind, existing") {
 		t.Fatalf("error = %v, want one naming the value and the accepted ones", err)
+	}
+}
+
+// The config a kind cluster is created from: the shipped file with the
+// requested kube-proxy mode, rendered as kind reads it; empty keeps the
+// file's iptables; a mode kind cannot run here is refused naming it.
+func TestKindClusterConfigKubeProxyMode(t *testing.T) {
+	path, err := findUp(DefaultKindConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for req, want := range map[string]string{"": "iptables", "iptables": "iptables", "ipvs": "ipvs", "nftables": "nftables"} {
+		cfg, err := KindClusterConfig(path, req)
+		if err != nil {
+			t.Fatalf("%q: %v", req, err)
+		}
+		raw, err := yaml.Marshal(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Rendered and read back the way kind's loader does (strict).
+		p := filepath.Join(t.TempDir(), "kind.yaml")
+		if err := os.WriteFile(p, raw, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		back, err := LoadKindConfig(p)
+		if err != nil {
+			t.Fatalf("%q: the rendered config does not load: %v\n%s", req, err, raw)
+		}
+		if got := string(back.Networking.KubeProxyMode); got != want || !strings.Contains(string(raw), "kubeProxyMode: "+want) {
+			t.Errorf("%q: kubeProxyMode %q, want %q\n%s", req, got, want, raw)
+		}
+		if len(back.Nodes) != 4 || back.Networking.DisableDefaultCNI {
+			t.Errorf("%q: the rest of the shipped config changed: %d nodes, disableDefaultCNI %v", req, len(back.Nodes), back.Networking.DisableDefaultCNI)
+		}
+	}
+	for _, bad := range []string{"none", "IPVS", "userspace"} {
+		if _, err := KindClusterConfig(path, bad); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("kind kube-proxy mode %q; accepted: iptables, ipvs, nftables", bad)) {
+			t.Errorf("%q: %v", bad, err)
+		}
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
 	"sigs.k8s.io/kind/pkg/apis/config/v1alpha4"
@@ -52,6 +54,38 @@ func LoadKindConfig(path string) (*v1alpha4.Cluster, error) {
 		return nil, fmt.Errorf("kind config %s: networking.disableDefaultCNI: true removes kindnet, the CNI that enforces NetworkPolicy (kind >= v0.24.0), and meshclaims installs no other; accepted: false (or unset)", path)
 	}
 	return cfg, nil
+}
+
+// KindKubeProxyModes are the kube-proxy modes a kind cluster can be
+// created with (kind v1alpha4 networking.kubeProxyMode). kind's "none" is
+// not offered: the suite installs no kube-proxy replacement, so no Service
+// would answer.
+var KindKubeProxyModes = []v1alpha4.ProxyMode{v1alpha4.IPTablesProxyMode, v1alpha4.IPVSProxyMode, v1alpha4.NFTablesProxyMode}
+
+// KindClusterConfig is the kind config Start creates a cluster from: the
+// file at path as LoadKindConfig reads it, with networking.kubeProxyMode
+// set to kubeProxyMode unless that is empty. A mode kind cannot run here is
+// an error naming it and the accepted ones.
+func KindClusterConfig(path, kubeProxyMode string) (*v1alpha4.Cluster, error) {
+	if kubeProxyMode != "" && !slices.Contains(KindKubeProxyModes, v1alpha4.ProxyMode(kubeProxyMode)) {
+		return nil, fmt.Errorf("kind kube-proxy mode %q; accepted: %s", kubeProxyMode, kindKubeProxyModes())
+	}
+	cfg, err := LoadKindConfig(path)
+	if err != nil {
+		return nil, err
+	}
+	if kubeProxyMode != "" {
+		cfg.Networking.KubeProxyMode = v1alpha4.ProxyMode(kubeProxyMode)
+	}
+	return cfg, nil
+}
+
+func kindKubeProxyModes() string {
+	s := make([]string, len(KindKubeProxyModes))
+	for i, m := range KindKubeProxyModes {
+		s[i] = string(m)
+	}
+	return strings.Join(s, ", ")
 }
 
 // findUp looks for rel in dir and its parents: tests run in their package's

@@ -68,6 +68,10 @@ type Options struct {
 	// NodeImage is the kind node image of every node ("" = DefaultNodeImage,
 	// Kubernetes 1.36); it overrides the images a kind config names.
 	NodeImage string
+	// KubeProxyMode is the kube-proxy mode of a kind cluster the provider
+	// creates ("" = the config's own, iptables in the shipped one): HYBRID
+	// measured a new Service's time per mode, on a fresh cluster each.
+	KubeProxyMode string
 	// Reuse lets kind use a cluster of the same name that already exists
 	// instead of refusing to start.
 	Reuse bool

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -62,11 +63,14 @@ type Config struct {
 	Context       string
 	ClusterName   string
 	KindNodeImage string // "" = framework/cluster.DefaultNodeImage (Kubernetes 1.36)
-	ReuseCluster  bool
-	KeepCluster   bool
-	IstioVersion  string
-	IstioInstall  string
-	IstioCharts   string // local chart directory; empty = Istio's chart repository
+	// KindKubeProxyMode is the kube-proxy mode of a kind cluster the run
+	// creates ("" = the shipped config's iptables).
+	KindKubeProxyMode string
+	ReuseCluster      bool
+	KeepCluster       bool
+	IstioVersion      string
+	IstioInstall      string
+	IstioCharts       string // local chart directory; empty = Istio's chart repository
 	// IstioValues is the per-chart Helm values file after Validate: the
 	// -istio-values flag, or the provider's default (DefaultIstioValues);
 	// empty = the charts' own defaults.
@@ -113,6 +117,7 @@ func Register(fs *flag.FlagSet) *Config {
 	fs.StringVar(&c.Context, "context", "", "kubeconfig context for -provider=existing (default: its current context, pinned at start)")
 	fs.StringVar(&c.ClusterName, "cluster-name", "meshclaims", "kind or local cluster name")
 	fs.StringVar(&c.KindNodeImage, "kind-node-image", "", "node image for every kind node, e.g. kindest/node:v1.36.4@sha256:... (default: the pinned Kubernetes 1.36 image of kind v0.33.0's release notes, framework/cluster.DefaultNodeImage); the report records the image that ran")
+	fs.StringVar(&c.KindKubeProxyMode, "kind-kube-proxy-mode", "", "kube-proxy mode of the kind cluster the run creates: iptables, ipvs or nftables (default: the shipped testdata/kind/cluster.yaml's iptables); HYBRID measured a new Service's time per mode. A reused cluster keeps the mode it was created with: the kube-proxy specs read the mode from the cluster")
 	fs.BoolVar(&c.ReuseCluster, "reuse-cluster", false, "reuse a cluster of that name if it exists")
 	fs.BoolVar(&c.KeepCluster, "keep-cluster", false, "keep the cluster (and the suite's namespaces) after the run")
 	fs.StringVar(&c.IstioVersion, "istio-version", "1.30.2", "Istio version to install (GUIDE measured 1.30.2)")
@@ -184,6 +189,13 @@ func (c *Config) Validate(repoRoot string, now time.Time) error {
 			bad("-kind-node-image applies to -provider=kind only (got -provider=%s)", c.Provider)
 		} else if _, err := name.ParseReference(c.KindNodeImage); err != nil {
 			bad("-kind-node-image=%q is not an image reference: %v; accepted: REPOSITORY[:TAG][@sha256:DIGEST], e.g. kindest/node:v1.36.4@sha256:<64 hex digits>", c.KindNodeImage, err)
+		}
+	}
+	if c.KindKubeProxyMode != "" {
+		if c.Provider != "kind" {
+			bad("-kind-kube-proxy-mode applies to -provider=kind only (got -provider=%s)", c.Provider)
+		} else if !slices.Contains([]string{"iptables", "ipvs", "nftables"}, c.KindKubeProxyMode) {
+			bad("-kind-kube-proxy-mode=%q; accepted: iptables, ipvs, nftables (kind's none is refused: the suite installs no kube-proxy replacement, so no Service would answer)", c.KindKubeProxyMode)
 		}
 	}
 	if c.IstioCharts != "" {

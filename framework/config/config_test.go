@@ -58,6 +58,9 @@ func TestRejectsBadValues(t *testing.T) {
 		`-kind-node-image="kindest/node:v1.36.4@sha256:099e" is not an image reference`: {"-kind-node-image=kindest/node:v1.36.4@sha256:099e"},
 		`-kind-node-image="Kindest/Node:v1.36.4" is not an image reference`:             {"-kind-node-image=Kindest/Node:v1.36.4"},
 		`-kind-node-image applies to -provider=kind only`:                               {"-provider=existing", "-kind-node-image=kindest/node:v1.36.4"},
+		`-kind-kube-proxy-mode="none"; accepted: iptables, ipvs, nftables`:              {"-kind-kube-proxy-mode=none"},
+		`-kind-kube-proxy-mode="IPVS"; accepted: iptables, ipvs, nftables`:              {"-kind-kube-proxy-mode=IPVS"},
+		`-kind-kube-proxy-mode applies to -provider=kind only`:                          {"-provider=existing", "-kind-kube-proxy-mode=ipvs"},
 	}
 	for want, args := range cases {
 		_, err := parse(t, args...)
@@ -204,5 +207,19 @@ func TestImageSourceFlags(t *testing.T) {
 	}
 	if _, err := parse(t, "-image-archives="+archives, "-provider=existing", "-image-registry=registry.example.com/mirror"); err != nil {
 		t.Errorf("archives pushed to a registry of an existing cluster: %v", err)
+	}
+}
+
+// Positive control for the kube-proxy mode rejections: each mode kind runs
+// passes and is kept.
+func TestAcceptsKindKubeProxyModes(t *testing.T) {
+	for _, m := range []string{"iptables", "ipvs", "nftables"} {
+		c, err := parse(t, "-kind-kube-proxy-mode="+m)
+		if err != nil {
+			t.Fatalf("%s: %v", m, err)
+		}
+		if c.KindKubeProxyMode != m {
+			t.Errorf("KindKubeProxyMode = %q, want %q", c.KindKubeProxyMode, m)
+		}
 	}
 }
