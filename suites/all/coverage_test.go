@@ -172,6 +172,7 @@ func TestBadFlagsFailFast(t *testing.T) {
 		`-duration-scale=-1 must be in (0, 10]`:                                {"-duration-scale=-1"},
 		`-kind-node-image="kindest/node@sha256:bad" is not an image reference`: {"-kind-node-image=kindest/node@sha256:bad"},
 		`-istio-values="/nonexistent/values.yaml"`:                             {"-istio-values=/nonexistent/values.yaml"},
+		`-kind-kube-proxy-mode="ipvss"; accepted: iptables, ipvs, nftables`:    {"-kind-kube-proxy-mode=ipvss"},
 	}
 	for want, args := range cases {
 		results := t.TempDir()
