@@ -1,7 +1,6 @@
 package load_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/meshclaims/meshclaims/framework/load"
+	"github.com/meshclaims/meshclaims/framework/netfault"
 )
 
 func TestRunAgainstEchoKeepsRawAndOptions(t *testing.T) {
@@ -136,28 +136,9 @@ func TestCausesFromRealSocketErrors(t *testing.T) {
 		ln.Close()
 		return addr
 	}
-	// reset: read the request, then close with SO_LINGER 0 (RST).
-	resetter := rawServer(t, func(c *net.TCPConn) {
-		_, _ = bufio.NewReader(c).ReadString('\n')
-		_ = c.SetLinger(0)
-		_ = c.Close()
-	})
-	// eof: read the request headers, then close normally (FIN), no response.
-	eofer := rawServer(t, func(c *net.TCPConn) {
-		r := bufio.NewReader(c)
-		for {
-			l, err := r.ReadString('\n')
-			if err != nil || l == "\r\n" {
-				break
-			}
-		}
-		_ = c.Close()
-	})
-	// timeout: accept and never answer.
-	silent := rawServer(t, func(c *net.TCPConn) {
-		time.Sleep(3 * time.Second)
-		_ = c.Close()
-	})
+	resetter := netfault.Reset(t)               // reads the request, then RST
+	eofer := netfault.EOF(t)                    // reads the headers, then FIN, no response
+	silent := netfault.Silent(t, 3*time.Second) // accepts, never answers
 	cases := []struct {
 		name string
 		addr string

@@ -58,23 +58,3 @@ func newEngine(t testing.TB) (*load.Engine, string) {
 	}
 	return e, raw
 }
-
-// rawServer accepts TCP connections on 127.0.0.1 and hands each to handle.
-func rawServer(t testing.TB, handle func(c *net.TCPConn)) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go handle(c.(*net.TCPConn))
-		}
-	}()
-	return ln.Addr().String()
-}

@@ -1,7 +1,6 @@
 package steps
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"net"
@@ -19,6 +18,7 @@ import (
 	"github.com/meshclaims/meshclaims/framework/claims"
 	"github.com/meshclaims/meshclaims/framework/load"
 	"github.com/meshclaims/meshclaims/framework/mode"
+	"github.com/meshclaims/meshclaims/framework/netfault"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
 
@@ -45,25 +45,9 @@ func TestNoResponseCausesJudgedOnRealSocketErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := reg.MustGet("rollout.no-response-cause")
-	resetter := rawTCP(t, func(c *net.TCPConn) {
-		_, _ = bufio.NewReader(c).ReadString('\n')
-		_ = c.SetLinger(0)
-		_ = c.Close()
-	})
-	eofer := rawTCP(t, func(c *net.TCPConn) {
-		r := bufio.NewReader(c)
-		for {
-			l, err := r.ReadString('\n')
-			if err != nil || l == "\r\n" {
-				break
-			}
-		}
-		_ = c.Close()
-	})
-	silent := rawTCP(t, func(c *net.TCPConn) {
-		time.Sleep(2 * time.Second)
-		_ = c.Close()
-	})
+	resetter := netfault.Reset(t)
+	eofer := netfault.EOF(t)
+	silent := netfault.Silent(t, 2*time.Second)
 	echo := listenHTTP(t, http.HandlerFunc(fhttp.EchoHandler))
 	eng, err := load.New(load.Config{BaseURL: listenHTTP(t, fortioREST(t)) + "/fortio/", Logs: load.CaptureFortioLog(nil), RawDir: t.TempDir()})
 	if err != nil {
@@ -134,24 +118,4 @@ func listenHTTP(t *testing.T, h http.Handler) string {
 	}()
 	t.Cleanup(func() { _ = srv.Close() })
 	return "http://" + ln.Addr().String()
-}
-
-// rawTCP hands each connection accepted on 127.0.0.1 to handle.
-func rawTCP(t *testing.T, handle func(c *net.TCPConn)) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go handle(c.(*net.TCPConn))
-		}
-	}()
-	return ln.Addr().String()
 }
