@@ -242,11 +242,21 @@ func TestLittleNotApplicableWhenPaced(t *testing.T) {
 		resolution float64
 		coarse     bool
 	}{{1e-5, false}, {1e-3, true}} {
-		path, _ := fortiotest.Run(t, fortiotest.WithQPS(100), fortiotest.WithConnections(4),
-			fortiotest.WithDelay("200us"), fortiotest.WithResolution(c.resolution))
-		s := fortioresult.Summarize(readBack(t, path))
-		if s.QPS < 0.95*100 {
-			t.Fatalf("paced run reached %v of 100 qps: not the unsaturated case", s.QPS)
+		// A contended host can hold a 1 s run below its pace for a moment
+		// (seen: 91.6 of 100 qps while a cluster ran beside it): the run
+		// is repeated up to three times before the precondition fails.
+		var s fortioresult.Summary
+		for attempt := 1; ; attempt++ {
+			path, _ := fortiotest.Run(t, fortiotest.WithQPS(100), fortiotest.WithConnections(4),
+				fortiotest.WithDelay("200us"), fortiotest.WithResolution(c.resolution))
+			s = fortioresult.Summarize(readBack(t, path))
+			if s.QPS >= 0.95*100 {
+				break
+			}
+			if attempt == 3 {
+				t.Fatalf("paced run reached %v of 100 qps three times: not the unsaturated case", s.QPS)
+			}
+			t.Logf("paced run %d reached %v of 100 qps (host contended), running again", attempt, s.QPS)
 		}
 		l := s.Little
 		if l.Verdict != stats.LawNotApplicable || l.Saturated || l.ExpectedMeanMs != 0 ||
