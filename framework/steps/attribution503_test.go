@@ -2,8 +2,6 @@ package steps
 
 import (
 	"fmt"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -50,12 +48,7 @@ func rolloutTimeline(t0 time.Time) podtimeline.Timeline {
 // does not; a run without 503s is inconclusive; 503s fortio counted that the
 // log lacks are unattributed and cannot make it fail.
 func TestAttribute503sAgainstThePodTimeline(t *testing.T) {
-	_, here, _, _ := runtime.Caller(0)
-	reg, err := claims.Load(filepath.Join(filepath.Dir(here), "..", "..", "testdata", "claims.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := reg.MustGet("rollout.503-attribution")
+	c := registryClaim(t, "rollout.503-attribution")
 	t0 := time.Date(2026, 12, 1, 14, 0, 0, 0, time.UTC)
 	tl := rolloutTimeline(t0)
 	from, to := t0, t0.Add(time.Minute)

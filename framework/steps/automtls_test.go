@@ -1,15 +1,12 @@
 package steps
 
 import (
-	"path/filepath"
 	"strings"
 	"testing"
 
 	wp "github.com/meshclaims/meshclaims/fixtures/workload/probe"
-	"github.com/meshclaims/meshclaims/framework/claims"
 	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/probe"
-	"github.com/meshclaims/meshclaims/framework/repo"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
 
@@ -23,15 +20,7 @@ func fortioDebugPage(extra ...string) string {
 }
 
 func TestAutoMTLS(t *testing.T) {
-	root, err := repo.Root()
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg, err := claims.Load(filepath.Join(root, "testdata", "claims.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := reg.MustGet("mtls.auto-without-destinationrule")
+	c := registryClaim(t, "mtls.auto-without-destinationrule")
 	ns := mode.Sidecar.Namespace()
 	id := "spiffe://cluster.local/ns/" + ns + "/sa/default"
 	// Istio's inbound sidecar: By= the server's identity, Hash= of the peer

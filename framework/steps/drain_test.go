@@ -1,16 +1,13 @@
 package steps
 
 import (
-	"path/filepath"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/meshclaims/meshclaims/framework/claims"
 	"github.com/meshclaims/meshclaims/framework/mode"
-	"github.com/meshclaims/meshclaims/framework/repo"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
 
@@ -48,15 +45,7 @@ func injected(name, proxyConfig string, metadata map[string]string, native bool)
 }
 
 func TestDrainSettings(t *testing.T) {
-	root, err := repo.Root()
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg, err := claims.Load(filepath.Join(root, "testdata", "claims.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := reg.MustGet("rollout.sidecar-drain-settings")
+	c := registryClaim(t, "rollout.sidecar-drain-settings")
 	exit := map[string]string{EnvExitOnZero: "true"}
 	// protojson of the annotation's ProxyConfig: proxyMetadata (field 24)
 	// before terminationDrainDuration (field 29).

@@ -1,7 +1,6 @@
 package steps
 
 import (
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -9,9 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/meshclaims/meshclaims/framework/claims"
 	"github.com/meshclaims/meshclaims/framework/mode"
-	"github.com/meshclaims/meshclaims/framework/repo"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
 
@@ -38,15 +35,7 @@ func deleted(name string, del time.Time, proxyAfter time.Duration) *corev1.Pod {
 }
 
 func TestProxyExit(t *testing.T) {
-	root, err := repo.Root()
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg, err := claims.Load(filepath.Join(root, "testdata", "claims.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := reg.MustGet("rollout.sidecar-exit-on-zero")
+	c := registryClaim(t, "rollout.sidecar-exit-on-zero")
 	del := time.Date(2026, 12, 1, 9, 30, 0, 0, time.UTC)
 	cases := []struct {
 		name  string

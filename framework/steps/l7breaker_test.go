@@ -1,15 +1,12 @@
 package steps
 
 import (
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/meshclaims/meshclaims/framework/claims"
 	"github.com/meshclaims/meshclaims/framework/config"
 	"github.com/meshclaims/meshclaims/framework/fortioresult/fortiotest"
 	"github.com/meshclaims/meshclaims/framework/mode"
-	"github.com/meshclaims/meshclaims/framework/repo"
 	"github.com/meshclaims/meshclaims/framework/spec"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
@@ -21,15 +18,7 @@ import (
 // (Envoy's own 503s reach fortio as the same RetCodes): honoured. Judged as
 // l7.circuit-breaking in each mode, with the wrong way round failing.
 func TestBreakerJudgedOnFortioRuns(t *testing.T) {
-	root, err := repo.Root()
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg, err := claims.Load(filepath.Join(root, "testdata", "claims.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := reg.MustGet("l7.circuit-breaking")
+	c := registryClaim(t, "l7.circuit-breaking")
 	r := spec.NewRun(c, mode.Sidecar, &spec.Env{Config: &config.Config{DurationScale: 1}}, nil)
 	s, err := SetupLoad(r, "http://echo/", BreakerFloor)
 	if err != nil {

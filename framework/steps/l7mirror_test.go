@@ -9,7 +9,6 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,9 +17,7 @@ import (
 
 	"github.com/meshclaims/meshclaims/fixtures/workload/echo"
 	wp "github.com/meshclaims/meshclaims/fixtures/workload/probe"
-	"github.com/meshclaims/meshclaims/framework/claims"
 	"github.com/meshclaims/meshclaims/framework/mode"
-	"github.com/meshclaims/meshclaims/framework/repo"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
 
@@ -100,15 +97,7 @@ func l4Balancer(t *testing.T, backends ...string) string {
 // not-honoured), and l7.mirroring is judged in each mode, with the wrong
 // way round failing.
 func TestMirrorJudgedOnEchoLogs(t *testing.T) {
-	root, err := repo.Root()
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg, err := claims.Load(filepath.Join(root, "testdata", "claims.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := reg.MustGet("l7.mirroring")
+	c := registryClaim(t, "l7.mirroring")
 	v1, log1 := loggedEcho(t, "echo-v1")
 	v2, log2 := loggedEcho(t, "echo-v2")
 	run := func(front, mark string) verdict.Measurement {

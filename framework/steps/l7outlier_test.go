@@ -8,7 +8,6 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -16,10 +15,8 @@ import (
 
 	"github.com/meshclaims/meshclaims/fixtures/workload/echo"
 	wp "github.com/meshclaims/meshclaims/fixtures/workload/probe"
-	"github.com/meshclaims/meshclaims/framework/claims"
 	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/probe"
-	"github.com/meshclaims/meshclaims/framework/repo"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
 
@@ -65,15 +62,7 @@ func ejectingProxy(t *testing.T, hosts ...string) string {
 // half the calls keep failing (not-honoured); l7.outlier-detection is
 // judged in each mode, the wrong way round failing.
 func TestOutlierJudgedOnEchoPods(t *testing.T) {
-	root, err := repo.Root()
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg, err := claims.Load(filepath.Join(root, "testdata", "claims.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := reg.MustGet("l7.outlier-detection")
+	c := registryClaim(t, "l7.outlier-detection")
 	start := func(params string) *echo.Server {
 		s, err := echo.Start(echo.Config{HTTPAddr: "127.0.0.1:0", DefaultParams: params, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
 		if err != nil {

@@ -1,15 +1,12 @@
 package steps
 
 import (
-	"path/filepath"
 	"strings"
 	"testing"
 
 	wp "github.com/meshclaims/meshclaims/fixtures/workload/probe"
-	"github.com/meshclaims/meshclaims/framework/claims"
 	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/probe"
-	"github.com/meshclaims/meshclaims/framework/repo"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
 
@@ -30,15 +27,7 @@ func flakyResults(n, n500 int) []probe.Result {
 }
 
 func TestRetryPolicyJudged(t *testing.T) {
-	root, err := repo.Root()
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg, err := claims.Load(filepath.Join(root, "testdata", "claims.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := reg.MustGet("l7.retry-policy")
+	c := registryClaim(t, "l7.retry-policy")
 	cases := []struct {
 		name   string
 		n500   int

@@ -1,28 +1,17 @@
 package steps
 
 import (
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/meshclaims/meshclaims/framework/claims"
 	"github.com/meshclaims/meshclaims/framework/mode"
-	"github.com/meshclaims/meshclaims/framework/repo"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
 
 // Tallies as CountSplit makes them from SplitRequests (200) calls each, with
 // echo-v1 and echo-v2 at one ready pod each (the canary set).
 func TestJudgeHeaderRouting(t *testing.T) {
-	root, err := repo.Root()
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg, err := claims.Load(filepath.Join(root, "testdata", "claims.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := reg.MustGet("l7.header-routing")
+	c := registryClaim(t, "l7.header-routing")
 	pods := SplitTally{V1: 1, V2: 1}
 	cases := []struct {
 		name          string
@@ -65,15 +54,7 @@ func TestJudgeHeaderRouting(t *testing.T) {
 // The path route's single set judged as l7.path-routing: all to v2 is
 // honoured, the replica share is not; each wrong way round fails.
 func TestPathRoutingJudged(t *testing.T) {
-	root, err := repo.Root()
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg, err := claims.Load(filepath.Join(root, "testdata", "claims.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := reg.MustGet("l7.path-routing")
+	c := registryClaim(t, "l7.path-routing")
 	cases := []struct {
 		name   string
 		tally  SplitTally

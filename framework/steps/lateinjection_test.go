@@ -1,7 +1,6 @@
 package steps
 
 import (
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -10,9 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/meshclaims/meshclaims/fixtures"
-	"github.com/meshclaims/meshclaims/framework/claims"
 	"github.com/meshclaims/meshclaims/framework/mode"
-	"github.com/meshclaims/meshclaims/framework/repo"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
 
@@ -43,15 +40,7 @@ func lateInjected(p *corev1.Pod) *corev1.Pod {
 }
 
 func TestLateInjectionJudged(t *testing.T) {
-	root, err := repo.Root()
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg, err := claims.Load(filepath.Join(root, "testdata", "claims.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := reg.MustGet("sidecar.injection-not-retroactive")
+	c := registryClaim(t, "sidecar.injection-not-retroactive")
 	before := latePod(t, "echo-5d8f7c9b4-abcde", "u-before")
 	created := lateInjected(latePod(t, "echo-after-6c4b8d7f5-fghij", "u-created"))
 	restarted := lateInjected(latePod(t, "echo-7f9c6d5b8-klmno", "u-restarted"))

@@ -4,15 +4,12 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	wp "github.com/meshclaims/meshclaims/fixtures/workload/probe"
-	"github.com/meshclaims/meshclaims/framework/claims"
 	"github.com/meshclaims/meshclaims/framework/mode"
-	"github.com/meshclaims/meshclaims/framework/repo"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
 
@@ -39,15 +36,7 @@ func readyAfter(t *testing.T, d time.Duration) string {
 // 220 ms grid, 15% of the reading (not verified); with its 20 ms
 // re-measurement the grid is about 3%, with room for a loaded host.
 func TestAttemptGridOnProbeReadings(t *testing.T) {
-	root, err := repo.Root()
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg, err := claims.Load(filepath.Join(root, "testdata", "claims.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := reg.MustGet("method.service-ready-off-attempt-grid")
+	c := registryClaim(t, "method.service-ready-off-attempt-grid")
 	readings := func(attempt time.Duration) []ServiceReading {
 		var rs []ServiceReading
 		for i := 0; i < 2; i++ {

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"net"
 	"net/http"
-	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -39,12 +37,7 @@ func TestLoadCausesAreAttributionCategories(t *testing.T) {
 // against the registry's claim: GUIDE's cause dominant reproduces, another
 // cause dominant does not, and a clean run (no -1) is inconclusive.
 func TestNoResponseCausesJudgedOnRealSocketErrors(t *testing.T) {
-	_, here, _, _ := runtime.Caller(0)
-	reg, err := claims.Load(filepath.Join(filepath.Dir(here), "..", "..", "testdata", "claims.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := reg.MustGet("rollout.no-response-cause")
+	c := registryClaim(t, "rollout.no-response-cause")
 	resetter := netfault.Reset(t)
 	eofer := netfault.EOF(t)
 	silent := netfault.Silent(t, 2*time.Second)

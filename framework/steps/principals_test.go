@@ -6,16 +6,13 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/meshclaims/meshclaims/fixtures/workload/echo"
 	wp "github.com/meshclaims/meshclaims/fixtures/workload/probe"
-	"github.com/meshclaims/meshclaims/framework/claims"
 	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/probe"
-	"github.com/meshclaims/meshclaims/framework/repo"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
 
@@ -25,15 +22,7 @@ import (
 // text/plain "RBAC: access denied", as envoy's rbac filter sends it) and
 // the app's own 403 (echo ?status=403, which is no policy's doing).
 func TestPrincipalsJudged(t *testing.T) {
-	root, err := repo.Root()
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg, err := claims.Load(filepath.Join(root, "testdata", "claims.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := reg.MustGet("authz.ambient-principals")
+	c := registryClaim(t, "authz.ambient-principals")
 	s, err := echo.Start(echo.Config{HTTPAddr: "127.0.0.1:0", Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)

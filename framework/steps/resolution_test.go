@@ -2,14 +2,11 @@ package steps
 
 import (
 	"os"
-	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/meshclaims/meshclaims/framework/claims"
 	"github.com/meshclaims/meshclaims/framework/config"
 	"github.com/meshclaims/meshclaims/framework/fortioresult"
 	"github.com/meshclaims/meshclaims/framework/fortioresult/fortiotest"
@@ -24,11 +21,7 @@ const fineEnough = 1e-5
 // latencyRun is a spec.Run of a latency claim with documented durations.
 func latencyRun(t *testing.T, claim string) *spec.Run {
 	t.Helper()
-	_, here, _, _ := runtime.Caller(0)
-	reg, err := claims.Load(filepath.Join(filepath.Dir(here), "..", "..", "testdata", "claims.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	reg := testRegistry(t)
 	return spec.NewRun(reg.MustGet(claim), mode.AmbientL4, &spec.Env{Config: &config.Config{DurationScale: 1}}, nil)
 }
 

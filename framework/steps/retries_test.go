@@ -1,13 +1,10 @@
 package steps
 
 import (
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/meshclaims/meshclaims/framework/claims"
 	"github.com/meshclaims/meshclaims/framework/mode"
-	"github.com/meshclaims/meshclaims/framework/repo"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
 
@@ -125,15 +122,7 @@ func TestNoRetries(t *testing.T) {
 // inconclusive; retries leave it judged (reproduced with 0 of 9,135); a
 // restarted proxy is a broken measurement.
 func TestDuplicatesJudgedOnlyWithRetries(t *testing.T) {
-	root, err := repo.Root()
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg, err := claims.Load(filepath.Join(root, "testdata", "claims.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := reg.MustGet("retry.no-duplicates")
+	c := registryClaim(t, "retry.no-duplicates")
 	p, _ := RetryProxyOf(mode.Sidecar, mode.Sidecar.Namespace())
 	dupes := verdict.Measurement{Count: verdict.Int64(0), Total: verdict.Int64(9135)}
 	pod := "order-client-6c7d8f9b5-k2m4p"
@@ -166,15 +155,7 @@ func TestDuplicatesJudgedOnlyWithRetries(t *testing.T) {
 // own failure count: the negative control); a mode whose proxy was not read
 // stays unmet.
 func TestRetriesFired(t *testing.T) {
-	root, err := repo.Root()
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg, err := claims.Load(filepath.Join(root, "testdata", "claims.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := reg.MustGet("retry.fired")
+	c := registryClaim(t, "retry.fired")
 	p, _ := RetryProxyOf(mode.AmbientL7, mode.AmbientL7.Namespace())
 	// A fresh reading each time: WithRetries adds to the Extra it is given.
 	t2 := func() verdict.Measurement {
@@ -205,7 +186,7 @@ func TestRetriesFired(t *testing.T) {
 		t.Errorf("zero retries judged %s (%s)", v.Result, v.Reason)
 	}
 	// The duplicate claim is only inconclusive on the same reading.
-	if v := verdict.Judge(reg.MustGet("retry.no-duplicates"), mode.AmbientL7, none); v.Result != verdict.Inconclusive {
+	if v := verdict.Judge(registryClaim(t, "retry.no-duplicates"), mode.AmbientL7, none); v.Result != verdict.Inconclusive {
 		t.Errorf("duplicates with zero retries: %s", v.Result)
 	}
 	// No retrying proxy (OrdersDuringRollout in a mode without one).

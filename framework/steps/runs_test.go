@@ -1,11 +1,8 @@
 package steps
 
 import (
-	"path/filepath"
-	"runtime"
 	"testing"
 
-	"github.com/meshclaims/meshclaims/framework/claims"
 	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/report"
 	"github.com/meshclaims/meshclaims/framework/spec"
@@ -14,11 +11,7 @@ import (
 // A shared measurement runs once; the spec that reuses it lists the same raw
 // results and setup as the one that made it.
 func TestMemoSharesRawAndSetup(t *testing.T) {
-	_, here, _, _ := runtime.Caller(0)
-	reg, err := claims.Load(filepath.Join(filepath.Dir(here), "..", "..", "testdata", "claims.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	reg := testRegistry(t)
 	d, err := report.Create(t.TempDir())
 	if err != nil {
 		t.Fatal(err)

@@ -1,13 +1,10 @@
 package steps
 
 import (
-	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/meshclaims/meshclaims/framework/claims"
 	"github.com/meshclaims/meshclaims/framework/config"
 	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/spec"
@@ -16,11 +13,7 @@ import (
 // Every load-driven claim's load comes from its registry setup: the numbers
 // the registry states, the duration scaled, never below the floor.
 func TestSetupLoadFromRegistry(t *testing.T) {
-	_, here, _, _ := runtime.Caller(0)
-	reg, err := claims.Load(filepath.Join(filepath.Dir(here), "..", "..", "testdata", "claims.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	reg := testRegistry(t)
 	env := &spec.Env{Config: &config.Config{DurationScale: 0.5}}
 	cases := []struct {
 		claim string

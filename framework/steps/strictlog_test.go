@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -13,10 +12,8 @@ import (
 
 	"github.com/meshclaims/meshclaims/fixtures/workload/echo"
 	wp "github.com/meshclaims/meshclaims/fixtures/workload/probe"
-	"github.com/meshclaims/meshclaims/framework/claims"
 	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/probe"
-	"github.com/meshclaims/meshclaims/framework/repo"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
 
@@ -75,15 +72,7 @@ func cutConnections(t *testing.T, reset bool) string {
 // another request in the window; and each way the measurement can be
 // broken is an error: the control's line missing, the control not a 403.
 func TestStrictNo403(t *testing.T) {
-	root, err := repo.Root()
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg, err := claims.Load(filepath.Join(root, "testdata", "claims.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := reg.MustGet("mtls.strict-no-403")
+	c := registryClaim(t, "mtls.strict-no-403")
 	log := &lockedLog{}
 	s, err := echo.Start(echo.Config{HTTPAddr: "127.0.0.1:0", Logger: slog.New(slog.NewJSONHandler(log, nil)).With("role", "echo")})
 	if err != nil {
