@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -87,5 +88,28 @@ func TestParseRefusesOtherDocuments(t *testing.T) {
 		if _, err := Parse(raw); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Parse(%q) = %v; want an error containing %q", raw, err, want)
 		}
+	}
+}
+
+// kind's kube-proxy (kubeadm's fixture): iptables says minSyncPeriod 1s
+// itself; nftables and ipvs leave it 0s, which kube-proxy defaults (1s for
+// nftables, none for ipvs). A value that is no duration is an error naming it.
+func TestParseSettingsOfKindsKubeProxy(t *testing.T) {
+	for mode, want := range map[string]Settings{
+		"iptables": {Mode: claims.KubeProxyIPTables, MinSyncPeriod: time.Second},
+		"nftables": {Mode: claims.KubeProxyNFTables, MinSyncPeriod: time.Second, MinSyncDefaulted: true},
+		"ipvs":     {Mode: claims.KubeProxyIPVS, MinSyncPeriod: 0, MinSyncDefaulted: true},
+	} {
+		got, err := ParseSettings(kubeadmConfigMap(t, mode).Data[ConfigKey])
+		if err != nil || got != want {
+			t.Errorf("mode %s: %+v, %v; want %+v", mode, got, err, want)
+		}
+	}
+	raw := "apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\nmode: iptables\niptables:\n  minSyncPeriod: soon\n"
+	if _, err := ParseSettings(raw); err == nil || !strings.Contains(err.Error(), `iptables.minSyncPeriod "soon"`) {
+		t.Errorf("bad minSyncPeriod: %v", err)
+	}
+	if s := (Settings{Mode: claims.KubeProxyNFTables, MinSyncPeriod: time.Second, MinSyncDefaulted: true}).String(); s != "mode nftables, minSyncPeriod 1s (kube-proxy's default)" {
+		t.Errorf("String() = %q", s)
 	}
 }

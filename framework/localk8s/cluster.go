@@ -298,6 +298,13 @@ func (k *Cluster) Start(ctx context.Context) (err error) {
 		return err
 	}
 	mark("kube-apiserver ready")
+	// kube-system is created by the API server itself shortly after it
+	// is ready; the wait covers that moment.
+	if err := k.waitFor(ctx, KubeAPIServer, 60*time.Second, func(ctx context.Context) error {
+		return PublishKubeProxyConfig(ctx, cs, files["kube-proxy.yaml"])
+	}); err != nil {
+		return err
+	}
 	for _, n := range []string{KubeControllerManager, KubeScheduler} {
 		if err := start(n); err != nil {
 			return err

@@ -17,8 +17,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
+	"github.com/meshclaims/meshclaims/framework/claims"
 	"github.com/meshclaims/meshclaims/framework/images"
 	"github.com/meshclaims/meshclaims/framework/kube"
+	"github.com/meshclaims/meshclaims/framework/kubeproxymode"
 	"github.com/meshclaims/meshclaims/framework/localk8s"
 	"github.com/meshclaims/meshclaims/framework/probe"
 )
@@ -165,6 +167,16 @@ func TestLocalClusterEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	cs := kc.Client
+	// The configuration kube-proxy runs from is readable from the cluster,
+	// as on kind: the published bytes are the file's.
+	if m, err := kubeproxymode.Read(ctx, cs); err != nil || m != claims.KubeProxyIPTables {
+		t.Errorf("kube-proxy mode read from the cluster: %q, %v; want iptables", m, err)
+	}
+	if cm, err := cs.CoreV1().ConfigMaps(kubeproxymode.Namespace).Get(ctx, kubeproxymode.ConfigMap, metav1.GetOptions{}); err != nil {
+		t.Error(err)
+	} else if onDisk, err := os.ReadFile(cfg.Layout().ConfFile("kube-proxy.yaml")); err != nil || cm.Data[kubeproxymode.ConfigKey] != string(onDisk) {
+		t.Errorf("published kube-proxy configuration differs from the file kube-proxy runs (%v):\n%s", err, cm.Data[kubeproxymode.ConfigKey])
+	}
 	const ns = "localk8s-e2e"
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

@@ -151,7 +151,15 @@ func KubeletConfig(c Config) map[string]any {
 	}
 }
 
-// KubeProxyConfig is the KubeProxyConfiguration (iptables mode).
+// KubeProxyConfig is the KubeProxyConfiguration (iptables mode), with the
+// settings kind gives its kube-proxy (kind's kubeadm config template,
+// pkg/cluster/internal/kubeadm/config.go: iptables.minSyncPeriod 1s,
+// conntrack.maxPerCore 0, everything else kube-proxy's defaults, so
+// syncPeriod 30s). minSyncPeriod is what HYBRID's kind figures turn on: a
+// change right after another waits for it (a revert about 1 s, a new
+// Service's endpoints about 1 s after the Service). The file is also
+// published as kube-system/kube-proxy (PublishKubeProxyConfig), as kubeadm
+// does, so what runs can be read from the cluster.
 func KubeProxyConfig(c Config) map[string]any {
 	return map[string]any{
 		"apiVersion":         "kubeproxy.config.k8s.io/v1alpha1",
@@ -166,7 +174,7 @@ func KubeProxyConfig(c Config) map[string]any {
 		// maxPerCore 0 leaves nf_conntrack_max alone: the host's setting is
 		// not ours to change (and sysfs may be read-only).
 		"conntrack": map[string]any{"maxPerCore": 0},
-		"iptables":  map[string]any{"syncPeriod": "10s", "minSyncPeriod": "0s"},
+		"iptables":  map[string]any{"minSyncPeriod": "1s"},
 	}
 }
 

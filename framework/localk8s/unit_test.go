@@ -15,6 +15,9 @@ import (
 
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
+
+	"github.com/meshclaims/meshclaims/framework/claims"
+	"github.com/meshclaims/meshclaims/framework/kubeproxymode"
 )
 
 func testConfig(t *testing.T) Config {
@@ -180,6 +183,14 @@ func TestConfigFiles(t *testing.T) {
 	}
 	if proxy["mode"] != "iptables" || proxy["clusterCIDR"] != "198.18.0.0/16" {
 		t.Errorf("kube-proxy config %v", proxy)
+	}
+	// kind's kube-proxy settings: minSyncPeriod 1s and no other sync
+	// setting (kube-proxy's default syncPeriod, 30s).
+	if ipt, _ := proxy["iptables"].(map[string]any); len(ipt) != 1 || ipt["minSyncPeriod"] != "1s" {
+		t.Errorf("kube-proxy iptables settings %v, want kind's {minSyncPeriod: 1s}", proxy["iptables"])
+	}
+	if m, err := kubeproxymode.Parse(string(files["kube-proxy.yaml"])); err != nil || m != claims.KubeProxyIPTables {
+		t.Errorf("kube-proxy.yaml read as kube-proxy mode %q, %v", m, err)
 	}
 	var cni struct {
 		Name    string

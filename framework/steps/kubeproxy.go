@@ -18,10 +18,11 @@ const KindServiceTrials = 10
 
 // NeedKubeProxyConfig requires a cluster that publishes its kube-proxy's
 // configuration (kubeadm's kube-system/kube-proxy ConfigMap, as kind's
-// clusters do), for claims documented per kube-proxy mode: without it the
-// mode, and so the figure to judge against, is unknown. A layer need: the
-// local provider runs kube-proxy as a host process configured from a file
-// and a kube-proxy replacement runs none, so the verdict there is
+// clusters do, and the local provider, which publishes the file its
+// host-process kube-proxy runs from), for claims documented per kube-proxy
+// mode: without it the mode, and so the figure to judge against, is
+// unknown. A layer need: a kube-proxy replacement runs none, and k3s's
+// embedded kube-proxy is configured by flags, so the verdict there is
 // inconclusive with the reason, never "not reproduced". Only the absence of
 // the ConfigMap is unmet; a ConfigMap that cannot be read, or names a mode
 // kube-proxy does not run, passes the need and fails the measurement with
@@ -47,11 +48,12 @@ func KubeProxyServiceReady(ctx context.Context, r *spec.Run) (verdict.Measuremen
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
-	kp, err := kubeproxymode.Read(ctx, m.Kube.Client)
+	set, err := kubeproxymode.ReadSettings(ctx, m.Kube.Client)
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
-	r.SetSetup("%d new Services timed with no other Services; kube-proxy mode %s (read from %s/%s %s)", KindServiceTrials, kp, kubeproxymode.Namespace, kubeproxymode.ConfigMap, kubeproxymode.ConfigKey)
+	kp := set.Mode
+	r.SetSetup("%d new Services timed with no other Services; kube-proxy %s (read from %s/%s %s)", KindServiceTrials, set, kubeproxymode.Namespace, kubeproxymode.ConfigMap, kubeproxymode.ConfigKey)
 	rs, err := timeServicesN(ctx, r, Target(r), "svc-kp", KindServiceTrials)
 	if err != nil {
 		return verdict.Measurement{}, err
