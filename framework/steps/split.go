@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/meshclaims/meshclaims/fixtures"
+	wp "github.com/meshclaims/meshclaims/fixtures/workload/probe"
 	"github.com/meshclaims/meshclaims/framework/converge"
 	"github.com/meshclaims/meshclaims/framework/probe"
 	"github.com/meshclaims/meshclaims/framework/spec"
@@ -142,9 +143,9 @@ func CountSplit(results []probe.Result, want int) (SplitTally, error) {
 			if firstFailed == "" {
 				firstFailed = strings.TrimSpace(res.Outcome + " " + res.Detail)
 			}
-		case strings.HasPrefix(debugHost(res.Body), fixtures.CanaryV2Name+"-"):
+		case strings.HasPrefix(wp.DebugHost(res.Body), fixtures.CanaryV2Name+"-"):
 			t.V2++
-		case strings.HasPrefix(debugHost(res.Body), fixtures.CanaryV1Name+"-"):
+		case strings.HasPrefix(wp.DebugHost(res.Body), fixtures.CanaryV1Name+"-"):
 			t.V1++
 		default:
 			neither++
@@ -164,27 +165,6 @@ func CountSplit(results []probe.Result, want int) (SplitTally, error) {
 		return t, fmt.Errorf("%s: the share of v2 would be judged on the rest only", strings.Join(errs, "; "))
 	}
 	return t, nil
-}
-
-// debugHost is the answering pod's hostname in the first line of fortio's
-// debug page (fhttp.DebugHandler): "Φορτίο version V echo debug server up
-// for D on HOST - request from ADDR". Only that line counts: a header later
-// in the page may name a Service (Host: echo-canary...) but never decides.
-func debugHost(body string) string {
-	line, _, _ := strings.Cut(body, "\n")
-	_, rest, ok := strings.Cut(line, " echo debug server up for ")
-	if !ok {
-		return ""
-	}
-	_, rest, ok = strings.Cut(rest, " on ")
-	if !ok {
-		return ""
-	}
-	host, _, ok := strings.Cut(rest, " - request from ")
-	if !ok {
-		return ""
-	}
-	return host
 }
 
 func firstLine(s string) string {
