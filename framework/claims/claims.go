@@ -52,7 +52,7 @@ const (
 	Throughput         Metric = "throughput_qps"         // requests per second at saturation
 	Bandwidth          Metric = "bandwidth_mbs"          // MB/s of one large download
 	IntervalMs         Metric = "interval_ms"            // spacing of streamed events, ms
-	TimeToReady        Metric = "time_to_ready_s"        // seconds until a new Service answers
+	TimeToReady        Metric = "time_to_ready_s"        // seconds until a Service answers as its latest change says (a new Service, a changed endpoint)
 	ResourceBudget     Metric = "resource_budget"        // MB and vCPU
 	QueriesPerCore     Metric = "queries_per_core"       // throughput per CPU core
 	Stability          Metric = "stability"              // spread of throughput/latency under churn

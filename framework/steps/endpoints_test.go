@@ -1,0 +1,163 @@
+package steps
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"fortio.org/fortio/fhttp"
+
+	"github.com/meshclaims/meshclaims/fixtures"
+	wp "github.com/meshclaims/meshclaims/fixtures/workload/probe"
+	"github.com/meshclaims/meshclaims/framework/claims"
+	"github.com/meshclaims/meshclaims/framework/kubeproxymode"
+	"github.com/meshclaims/meshclaims/framework/mode"
+	"github.com/meshclaims/meshclaims/framework/spec"
+	"github.com/meshclaims/meshclaims/framework/verdict"
+)
+
+// switchable is a loopback "Service" with one backend at a time: it
+// answers with fortio's real debug page, its hostname replaced by the pod
+// name of the version it points at, and applies each change after a delay
+// of its own (kube-proxy's, here chosen by the test).
+type switchable struct {
+	mu      sync.Mutex
+	version string
+	delays  []time.Duration // the delay of each change, in order
+	gap     bool            // answer 503 for 5 ms before a change lands
+}
+
+func (s *switchable) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	v := s.version
+	s.mu.Unlock()
+	if v == "" {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		return
+	}
+	rec := httptest.NewRecorder()
+	fhttp.DebugHandler(rec, r)
+	host, _ := os.Hostname()
+	pod := map[string]string{fixtures.CanaryV1: fixtures.CanaryV1Name + "-6d4cf56db6-abcde", fixtures.CanaryV2: fixtures.CanaryV2Name + "-7f9b8c5d4-fghij"}[v]
+	w.Write([]byte(strings.Replace(rec.Body.String(), " on "+host+" - ", " on "+pod+" - ", 1)))
+}
+
+func (s *switchable) point(_ context.Context, v string) error {
+	s.mu.Lock()
+	d := s.delays[0]
+	s.delays = s.delays[1:]
+	gap := s.gap
+	s.mu.Unlock()
+	set := func(v string) { s.mu.Lock(); s.version = v; s.mu.Unlock() }
+	if gap && d > 5*time.Millisecond {
+		time.AfterFunc(d-5*time.Millisecond, func() { set("") })
+	}
+	time.AfterFunc(d, func() { set(v) })
+	return nil
+}
+
+// One trial against the real in-pod watch on loopback: a change applied
+// after 30 ms and a revert held for 300 ms are read in that order, each no
+// shorter than its delay less one request (the answering request may have
+// started just before the change it saw: here the backend decides when it
+// handles the request, kube-proxy when the SYN leaves, just after start),
+// each with the resolution of the request before.
+func TestEndpointTrialTimesChangeAndRevert(t *testing.T) {
+	svc := &switchable{version: fixtures.CanaryV1, delays: []time.Duration{30 * time.Millisecond, 300 * time.Millisecond}}
+	backend := httptest.NewServer(svc)
+	defer backend.Close()
+	handler := httptest.NewServer(wp.Handler())
+	defer handler.Close()
+	rd, err := endpointTrial(context.Background(), handler.URL, backend.URL+"/debug", 10*time.Second, 0, svc.point)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rd.Change < 30*time.Millisecond-endpointAttempt || rd.Revert < 300*time.Millisecond-endpointAttempt || rd.Revert <= rd.Change {
+		t.Errorf("change %s (applied after 30ms), revert %s (after 300ms)", rd.Change, rd.Revert)
+	}
+	// (Neither may count a request that ran out of its 20 ms on a busy host.)
+	if rd.ChangeResolution <= 0 || rd.RevertResolution <= 0 {
+		t.Errorf("reading %+v", rd)
+	}
+	// Answers from neither backend while a change lands (503 for 5 ms
+	// before each) are counted, and the trial still times the change.
+	svc = &switchable{version: fixtures.CanaryV1, delays: []time.Duration{20 * time.Millisecond, 300 * time.Millisecond}, gap: true}
+	gapped := httptest.NewServer(svc)
+	defer gapped.Close()
+	rd, err = endpointTrial(context.Background(), handler.URL, gapped.URL+"/debug", 10*time.Second, 0, svc.point)
+	if err != nil || rd.Neither < 2 || rd.Change < 20*time.Millisecond-endpointAttempt || rd.Revert < 300*time.Millisecond-endpointAttempt {
+		t.Errorf("with gaps: %+v, %v", rd, err)
+	}
+}
+
+// The trial refuses readings it could not trust: a Service already on v2
+// when the watch starts, and a change that never comes.
+func TestEndpointTrialRefuses(t *testing.T) {
+	handler := httptest.NewServer(wp.Handler())
+	defer handler.Close()
+	ctx := context.Background()
+	for name, c := range map[string]struct {
+		svc  *switchable
+		want string
+	}{
+		"starts on v2":  {&switchable{version: fixtures.CanaryV2, delays: []time.Duration{0, 0}}, "not echo-v1"},
+		"never changes": {&switchable{version: fixtures.CanaryV1, delays: []time.Duration{time.Hour, 0}}, "no change seen"},
+	} {
+		backend := httptest.NewServer(c.svc)
+		_, err := endpointTrial(ctx, handler.URL, backend.URL+"/debug", 500*time.Millisecond, 0, c.svc.point)
+		backend.Close()
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v; want an error naming %q", name, err, c.want)
+		}
+	}
+}
+
+// The judged value is the median of the trials' readings, and the
+// registry's bands put a local-like reading (8 ms change, 1.03 s revert,
+// iptables) in iptables' band and a change held for minSyncPeriod out of it.
+func TestJudgeEndpointTiming(t *testing.T) {
+	reg := testRegistry(t)
+	tm := EndpointTiming{KubeProxy: kubeproxymode.Settings{Mode: claims.KubeProxyIPTables, MinSyncPeriod: time.Second}}
+	for _, ms := range []int{9, 7, 8, 30, 6} {
+		tm.Readings = append(tm.Readings, EndpointReading{Change: time.Duration(ms) * time.Millisecond, ChangeResolution: time.Millisecond,
+			Revert: time.Second + time.Duration(ms)*time.Millisecond, RevertResolution: 2 * time.Millisecond})
+	}
+	change := func(rd EndpointReading) (time.Duration, time.Duration) { return rd.Change, rd.ChangeResolution }
+	revert := func(rd EndpointReading) (time.Duration, time.Duration) { return rd.Revert, rd.RevertResolution }
+	for _, c := range []struct {
+		claim string
+		pick  func(EndpointReading) (time.Duration, time.Duration)
+		tm    EndpointTiming
+		want  verdict.Result
+	}{
+		{"kubeproxy.kind-endpoint-change", change, tm, verdict.Reproduced},
+		{"kubeproxy.kind-endpoint-revert", revert, tm, verdict.Reproduced},
+		// Negative controls: the change held for minSyncPeriod (what the
+		// revert reads) fails the change's band; a revert applied at once
+		// (minSyncPeriod 0) fails the revert's.
+		{"kubeproxy.kind-endpoint-change", revert, tm, verdict.NotReproduced},
+		{"kubeproxy.kind-endpoint-revert", change, tm, verdict.NotReproduced},
+	} {
+		cl := reg.MustGet(c.claim)
+		r := spec.NewRun(cl, mode.None, &spec.Env{}, nil)
+		m, err := judgeEndpointTiming(r, c.tm, "reading", c.pick)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := verdict.Judge(cl, mode.None, m); got.Result != c.want {
+			t.Errorf("%s: %+v judged %s (%s), want %s", c.claim, m.Value, got.Result, got.Reason, c.want)
+		}
+	}
+	m, _ := judgeEndpointTiming(spec.NewRun(reg.MustGet("kubeproxy.kind-endpoint-change"), mode.None, &spec.Env{}, nil), tm, "change", change)
+	if *m.Value != 0.008 || m.Extra["max_s"] != 0.030 || m.Extra["resolution_max_s"] != 0.001 || m.KubeProxyMode != claims.KubeProxyIPTables {
+		t.Errorf("measurement %+v", m)
+	}
+	if _, err := judgeEndpointTiming(spec.NewRun(reg.MustGet("kubeproxy.kind-endpoint-change"), mode.None, &spec.Env{}, nil), EndpointTiming{}, "change", change); err == nil {
+		t.Error("no readings judged")
+	}
+}
