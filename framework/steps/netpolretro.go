@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
+	"slices"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -188,6 +190,9 @@ func NetPolRetroWith(ctx context.Context, r *spec.Run, enable EnforcementSwitch)
 	if err := Apply(ctx, r, policy); err != nil {
 		return verdict.Measurement{}, err
 	}
+	if err := awaitResolved(ctx, r, policy, before); err != nil {
+		return verdict.Measurement{}, err
+	}
 	if err := AwaitApplied(ctx, r, policy); err != nil {
 		return verdict.Measurement{}, err
 	}
@@ -214,9 +219,13 @@ func NetPolRetroWith(ctx context.Context, r *spec.Run, enable EnforcementSwitch)
 		return verdict.Measurement{}, err
 	}
 	// The new pod must be in the policy's programmed set before it is
-	// probed (kube-router's rules name its IP; elsewhere the bounded
-	// settle), as the old one was: a new pod the CNI has not reached yet
-	// would answer for a reason that is not the claim's.
+	// probed, as the old one was (on the VPC CNI a PolicyEndpoint lists
+	// its IP, then the bounded settle for the agent; kube-router's rules
+	// name its IP): a new pod the CNI has not reached yet would answer for
+	// a reason that is not the claim's.
+	if err := awaitResolved(ctx, r, policy, recreated); err != nil {
+		return verdict.Measurement{}, err
+	}
 	if err := AwaitApplied(ctx, r, policy); err != nil {
 		return verdict.Measurement{}, err
 	}
@@ -239,6 +248,35 @@ func NetPolRetroWith(ctx context.Context, r *spec.Run, enable EnforcementSwitch)
 	}
 	r.Logf("enforcement not retroactive: %s %s", got.Outcome, got.Detail)
 	return got, nil
+}
+
+// awaitResolved waits, on the VPC CNI, until its network policy
+// controller has resolved np to pod p (p's IP in a PolicyEndpoint of np),
+// the controller's part before the node's agent can act: an old pod that
+// still answers is then not a policy the controller had not reached yet.
+// It reads the controller's output, never traffic. Without the VPC CNI
+// (kube-router, whose rules AwaitApplied reads) there is nothing to read.
+func awaitResolved(ctx context.Context, r *spec.Run, np *networkingv1.NetworkPolicy, p *corev1.Pod) error {
+	m, err := ClusterOf(r)
+	if err != nil {
+		return err
+	}
+	if _, err := vpccni.Read(ctx, m.Kube.Client); errors.Is(err, vpccni.ErrNotVPCCNI) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	w, err := converge.Until(ctx, pushPolicy(r),
+		fmt.Sprintf("the VPC CNI's network policy controller to list pod %s (%s) in a PolicyEndpoint of NetworkPolicy %s/%s", p.Name, p.Status.PodIP, np.Namespace, np.Name),
+		func(ctx context.Context) (bool, string, error) {
+			ips, err := vpccni.PolicyPods(ctx, m.Applier.Client(), np.Namespace, np.Name)
+			if err != nil {
+				return false, "", err
+			}
+			return slices.Contains(ips, p.Status.PodIP), fmt.Sprintf("podSelectorEndpoints %v", ips), nil
+		})
+	r.AddWait(w)
+	return err
 }
 
 // RetroReadings are what the scenario observed.

@@ -9,8 +9,11 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/meshclaims/meshclaims/framework/apiserver"
 )
@@ -122,5 +125,67 @@ func TestReadOnARealAPIServer(t *testing.T) {
 	}
 	if _, err := Read(ctx, c); !errors.Is(err, ErrNoAgent) || errors.Is(err, ErrNotVPCCNI) {
 		t.Errorf("no agent: %v; want ErrNoAgent", err)
+	}
+}
+
+// policyEndpoint is a PolicyEndpoint as the controller writes it for
+// NetworkPolicy ns/policy (manager.go newPolicyEndpoint: generateName
+// <policy>-, owned by the policy, policyRef naming it), listing pods.
+func policyEndpoint(ns, policy, name string, pods map[string]string) *unstructured.Unstructured {
+	var eps []any
+	for pod, ip := range pods {
+		eps = append(eps, map[string]any{"hostIP": "192.168.40.12", "podIP": ip, "name": pod, "namespace": ns})
+	}
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "networking.k8s.aws/v1alpha1", "kind": "PolicyEndpoint",
+		"metadata": map[string]any{"name": name, "namespace": ns},
+		"spec": map[string]any{
+			"podSelector":          map[string]any{"matchLabels": map[string]any{"app": "echo"}},
+			"policyRef":            map[string]any{"name": policy, "namespace": ns},
+			"podIsolation":         []any{"Ingress"},
+			"podSelectorEndpoints": eps,
+			"ingress":              []any{map[string]any{"cidr": "0.0.0.0/0", "ports": []any{map[string]any{"protocol": "TCP", "port": int64(9999)}}}},
+		},
+	}}
+}
+
+// Against a real API server with the PolicyEndpoint CRD: the IPs of every
+// PolicyEndpoint naming the policy, none of another policy's; none at all
+// before the controller wrote one; and an error on a cluster without the
+// CRD (a negative control: not "no pods").
+func TestPolicyPodsOnARealAPIServer(t *testing.T) {
+	srv := apiserver.NewForTestWith(t, apiserver.Options{ExtraCRDPaths: []string{filepath.Join("testdata", "policyendpoints-crd.yaml")}})
+	c, err := client.New(srv.Config, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	ns := "meshclaims-netpol-retro"
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	if ips, err := PolicyPods(ctx, c, ns, "echo-port-9999-only"); err != nil || len(ips) != 0 {
+		t.Fatalf("before the controller: %v, %v", ips, err)
+	}
+	for _, pe := range []*unstructured.Unstructured{
+		policyEndpoint(ns, "echo-port-9999-only", "echo-port-9999-only-x7k2p", map[string]string{"echo-6f7d9c8b5-abcde": "192.168.14.21"}),
+		policyEndpoint(ns, "echo-port-9999-only", "echo-port-9999-only-q9m4t", map[string]string{"echo-7c9d8f6b4-fghij": "192.168.31.7"}),
+		policyEndpoint(ns, "another", "another-b8s3d", map[string]string{"client-5d4c9b7f6-zzzzz": "192.168.2.9"}),
+	} {
+		if err := c.Create(ctx, pe); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ips, err := PolicyPods(ctx, c, ns, "echo-port-9999-only")
+	if err != nil || strings.Join(ips, ",") != "192.168.14.21,192.168.31.7" {
+		t.Fatalf("got %v, %v", ips, err)
+	}
+
+	bare, err := client.New(apiserver.ForTest(t).Config, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := PolicyPods(ctx, bare, ns, "echo-port-9999-only"); err == nil || !strings.Contains(err.Error(), "listing PolicyEndpoints") {
+		t.Errorf("no CRD: %v; want an error", err)
 	}
 }
