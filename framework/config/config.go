@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -66,11 +67,15 @@ type Config struct {
 	// KindKubeProxyMode is the kube-proxy mode of a kind cluster the run
 	// creates ("" = the shipped config's iptables).
 	KindKubeProxyMode string
-	ReuseCluster      bool
-	KeepCluster       bool
-	IstioVersion      string
-	IstioInstall      string
-	IstioCharts       string // local chart directory; empty = Istio's chart repository
+	// NetPolEnableCommand is a sh command line that turns the cluster's
+	// NetworkPolicy enforcement on during the run ("" = none): the claim
+	// that enforcement is not retroactive needs pods that ran before it.
+	NetPolEnableCommand string
+	ReuseCluster        bool
+	KeepCluster         bool
+	IstioVersion        string
+	IstioInstall        string
+	IstioCharts         string // local chart directory; empty = Istio's chart repository
 	// IstioValues is the per-chart Helm values file after Validate: the
 	// -istio-values flag, or the provider's default (DefaultIstioValues);
 	// empty = the charts' own defaults.
@@ -118,6 +123,10 @@ func Register(fs *flag.FlagSet) *Config {
 	fs.StringVar(&c.ClusterName, "cluster-name", "meshclaims", "kind or local cluster name")
 	fs.StringVar(&c.KindNodeImage, "kind-node-image", "", "node image for every kind node, e.g. kindest/node:v1.36.4@sha256:... (default: the pinned Kubernetes 1.36 image of kind v0.33.0's release notes, framework/cluster.DefaultNodeImage); the report records the image that ran")
 	fs.StringVar(&c.KindKubeProxyMode, "kind-kube-proxy-mode", "", "kube-proxy mode of the kind cluster the run creates: iptables, ipvs or nftables (default: the shipped testdata/kind/cluster.yaml's iptables); HYBRID measured a new Service's time per mode. A reused cluster keeps the mode it was created with: the kube-proxy specs read the mode from the cluster")
+	fs.StringVar(&c.NetPolEnableCommand, "netpol-enable-command", "", "-provider=existing only: a sh command line that turns the VPC CNI's NetworkPolicy enforcement on, run by netpol.enforcement-not-retroactive while its pods run, e.g. "+
+		`aws eks update-addon --cluster-name NAME --addon-name vpc-cni --configuration-values '{"enableNetworkPolicy":"true"}' --resolve-conflicts OVERWRITE && aws eks wait addon-active --cluster-name NAME --addon-name vpc-cni`+
+		"; the suite then waits until kube-system/aws-node runs its agent with --enable-network-policy=true on every node (-netpol-enable-timeout). Without it that claim is inconclusive")
+	fs.DurationVar(&c.Timeouts.NetPolEnable, "netpol-enable-timeout", c.Timeouts.NetPolEnable, "limit for -netpol-enable-command and the aws-node rollout after it")
 	fs.BoolVar(&c.ReuseCluster, "reuse-cluster", false, "reuse a cluster of that name if it exists")
 	fs.BoolVar(&c.KeepCluster, "keep-cluster", false, "keep the cluster (and the suite's namespaces) after the run")
 	fs.StringVar(&c.IstioVersion, "istio-version", "1.30.2", "Istio version to install (GUIDE measured 1.30.2)")
@@ -198,6 +207,7 @@ func (c *Config) Validate(repoRoot string, now time.Time) error {
 			bad("-kind-kube-proxy-mode=%q; accepted: iptables, ipvs, nftables (kind's none is refused: the suite installs no kube-proxy replacement, so no Service would answer)", c.KindKubeProxyMode)
 		}
 	}
+	c.validateNetPolEnable(bad)
 	if c.IstioCharts != "" {
 		if st, err := os.Stat(c.IstioCharts); err != nil || !st.IsDir() {
 			bad("-istio-charts=%q is not a directory", c.IstioCharts)
@@ -227,6 +237,32 @@ func (c *Config) Validate(repoRoot string, now time.Time) error {
 		return fmt.Errorf("invalid flags:\n  %s", strings.Join(errs, "\n  "))
 	}
 	return nil
+}
+
+// validateNetPolEnable checks -netpol-enable-command without running it:
+// the provider it applies to, and its syntax as sh reads it (sh -n parses
+// and executes nothing), so an unbalanced quote in the JSON fails before
+// any cluster is touched rather than minutes into the run.
+func (c *Config) validateNetPolEnable(bad func(string, ...any)) {
+	if c.Timeouts.NetPolEnable <= 0 {
+		bad("-netpol-enable-timeout=%s must be positive", c.Timeouts.NetPolEnable)
+	}
+	if c.NetPolEnableCommand == "" {
+		return
+	}
+	example := `aws eks update-addon --cluster-name NAME --addon-name vpc-cni --configuration-values '{"enableNetworkPolicy":"true"}'`
+	if c.Provider != "existing" {
+		bad("-netpol-enable-command applies to -provider=existing only (got -provider=%s): kind's and the local provider's CNI enforce NetworkPolicy from the start, with nothing to turn on", c.Provider)
+		return
+	}
+	if strings.TrimSpace(c.NetPolEnableCommand) == "" {
+		bad("-netpol-enable-command=%q is blank; accepted: one sh command line, e.g. %s", c.NetPolEnableCommand, example)
+		return
+	}
+	out, err := exec.Command("sh", "-n", "-c", c.NetPolEnableCommand).CombinedOutput()
+	if err != nil {
+		bad("-netpol-enable-command=%q is not a command line sh can parse (%v: %s); accepted: one sh command line, e.g. %s", c.NetPolEnableCommand, err, strings.TrimSpace(string(out)), example)
+	}
 }
 
 // IstioValuesNone is the -istio-values value that passes no values file.

@@ -55,12 +55,17 @@ func TestRejectsBadValues(t *testing.T) {
 		`-claims="/nonexistent/claims.yaml"`:                               {"-claims=/nonexistent/claims.yaml"},
 		`-istio-charts="/nonexistent"`:                                     {"-istio-charts=/nonexistent"},
 		// A digest that is not 64 hex digits, and an upper-case repository.
-		`-kind-node-image="kindest/node:v1.36.4@sha256:099e" is not an image reference`: {"-kind-node-image=kindest/node:v1.36.4@sha256:099e"},
-		`-kind-node-image="Kindest/Node:v1.36.4" is not an image reference`:             {"-kind-node-image=Kindest/Node:v1.36.4"},
-		`-kind-node-image applies to -provider=kind only`:                               {"-provider=existing", "-kind-node-image=kindest/node:v1.36.4"},
-		`-kind-kube-proxy-mode="none"; accepted: iptables, ipvs, nftables`:              {"-kind-kube-proxy-mode=none"},
-		`-kind-kube-proxy-mode="IPVS"; accepted: iptables, ipvs, nftables`:              {"-kind-kube-proxy-mode=IPVS"},
-		`-kind-kube-proxy-mode applies to -provider=kind only`:                          {"-provider=existing", "-kind-kube-proxy-mode=ipvs"},
+		`-kind-node-image="kindest/node:v1.36.4@sha256:099e" is not an image reference`:  {"-kind-node-image=kindest/node:v1.36.4@sha256:099e"},
+		`-kind-node-image="Kindest/Node:v1.36.4" is not an image reference`:              {"-kind-node-image=Kindest/Node:v1.36.4"},
+		`-kind-node-image applies to -provider=kind only`:                                {"-provider=existing", "-kind-node-image=kindest/node:v1.36.4"},
+		`-kind-kube-proxy-mode="none"; accepted: iptables, ipvs, nftables`:               {"-kind-kube-proxy-mode=none"},
+		`-kind-kube-proxy-mode="IPVS"; accepted: iptables, ipvs, nftables`:               {"-kind-kube-proxy-mode=IPVS"},
+		`-kind-kube-proxy-mode applies to -provider=kind only`:                           {"-provider=existing", "-kind-kube-proxy-mode=ipvs"},
+		`-netpol-enable-command applies to -provider=existing only (got -provider=kind)`: {"-netpol-enable-command=true"},
+		`-netpol-enable-command="  " is blank; accepted: one sh command line`:            {"-provider=existing", "-netpol-enable-command=  "},
+		// The JSON's closing quote forgotten: sh cannot parse it.
+		`-netpol-enable-command="aws eks update-addon --configuration-values '{\"enableNetworkPolicy\":\"true\"}" is not a command line sh can parse`: {"-provider=existing", `-netpol-enable-command=aws eks update-addon --configuration-values '{"enableNetworkPolicy":"true"}`},
+		`-netpol-enable-timeout=0s must be positive`: {"-netpol-enable-timeout=0"},
 	}
 	for want, args := range cases {
 		_, err := parse(t, args...)
@@ -221,5 +226,19 @@ func TestAcceptsKindKubeProxyModes(t *testing.T) {
 		if c.KindKubeProxyMode != m {
 			t.Errorf("KindKubeProxyMode = %q, want %q", c.KindKubeProxyMode, m)
 		}
+	}
+}
+
+// Positive control for the -netpol-enable-command rejections: GUIDE's own
+// command (appendix E) with a wait after it parses on an existing cluster
+// and is kept as given, unrun.
+func TestAcceptsNetPolEnableCommand(t *testing.T) {
+	cmd := `aws eks update-addon --cluster-name mesh-isolated-test --addon-name vpc-cni --region ap-northeast-2 --configuration-values '{"enableNetworkPolicy":"true"}' --resolve-conflicts OVERWRITE && aws eks wait addon-active --cluster-name mesh-isolated-test --addon-name vpc-cni --region ap-northeast-2`
+	c, err := parse(t, "-provider=existing", "-netpol-enable-command="+cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.NetPolEnableCommand != cmd || c.Timeouts.NetPolEnable != 15*time.Minute {
+		t.Errorf("NetPolEnableCommand = %q, timeout %s", c.NetPolEnableCommand, c.Timeouts.NetPolEnable)
 	}
 }

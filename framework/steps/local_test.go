@@ -13,6 +13,7 @@ import (
 	"github.com/meshclaims/meshclaims/framework/spec"
 	"github.com/meshclaims/meshclaims/framework/stats"
 	"github.com/meshclaims/meshclaims/framework/steps"
+	"github.com/meshclaims/meshclaims/framework/verdict"
 )
 
 // TestStepsOnLocalCluster drives the scenario steps that only the Istio
@@ -184,5 +185,24 @@ func TestStepsOnLocalCluster(t *testing.T) {
 			t.Fatal("no proxy applies retries without a mesh, yet the duplicate count would be judged")
 		}
 		t.Logf("sent %d, failures %v, cycles %v", *m.Total, m.Extra["client_failures"], m.Extra["cycles"])
+	})
+	// The negative control of netpol.enforcement-not-retroactive's
+	// detector: kube-router enforces from the start, on pods old and new,
+	// so the 9999-only policy must close the pod that ran before it as
+	// well as the recreated one: "retroactive", judged not reproduced. The
+	// spec itself is inconclusive here, and the need must say why.
+	t.Run("netpol enforcement on kube-router is retroactive", func(t *testing.T) {
+		r := run(t, "netpol.enforcement-not-retroactive")
+		if err := steps.NeedNetPolSwitch.Check(ctx, r); err == nil || !strings.Contains(err.Error(), "kube-router") {
+			t.Fatalf("need on the local provider: %v; want unmet, naming kube-router", err)
+		}
+		m, err := steps.NetPolRetroWith(ctx, r, steps.AlreadyEnforcing("the local provider's kube-router"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v := verdict.Judge(r.Claim, mode.None, m); m.Outcome != steps.NetpolRetroactive || v.Result != verdict.NotReproduced {
+			t.Fatalf("kube-router left the old pod open? %s (%s): %s", m.Outcome, v.Result, m.Detail)
+		}
+		t.Log(m.Detail)
 	})
 }

@@ -173,6 +173,7 @@ func TestBadFlagsFailFast(t *testing.T) {
 		`-kind-node-image="kindest/node@sha256:bad" is not an image reference`: {"-kind-node-image=kindest/node@sha256:bad"},
 		`-istio-values="/nonexistent/values.yaml"`:                             {"-istio-values=/nonexistent/values.yaml"},
 		`-kind-kube-proxy-mode="ipvss"; accepted: iptables, ipvs, nftables`:    {"-kind-kube-proxy-mode=ipvss"},
+		`is not a command line sh can parse`:                                   {"-provider=existing", `-netpol-enable-command=aws eks update-addon --configuration-values '{"enableNetworkPolicy":"true"}`},
 	}
 	for want, args := range cases {
 		results := t.TempDir()

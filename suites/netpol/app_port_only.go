@@ -1,6 +1,9 @@
 // Package netpol holds GUIDE §2's NetworkPolicy claims and istio/istio#56659.
-// Every spec first proves the CNI enforces NetworkPolicy (steps.NeedNetPol):
-// without enforcement the claims are meaningless, so they fail, not pass.
+// Every spec about a policy's effect first proves the CNI enforces
+// NetworkPolicy (steps.NeedNetPol): without enforcement the claims are
+// meaningless, so they fail, not pass. The one about turning enforcement on
+// (enforcement_not_retroactive.go) starts where it is off, and proves
+// enforcement on the pod it recreates instead.
 package netpol
 
 import (

@@ -40,6 +40,10 @@ type Timeouts struct {
 	// load (resources.proxy-footprint): the kubelet refreshes container
 	// stats every 10-15 s, so reading at 5 s misses none of its readings.
 	SummaryPoll time.Duration
+	// NetPolEnable bounds -netpol-enable-command (an EKS add-on update) and
+	// the wait after it until kube-system/aws-node runs its network policy
+	// agent enforcing on every node.
+	NetPolEnable time.Duration
 }
 
 // Default returns the defaults.
@@ -63,5 +67,6 @@ func Default() Timeouts {
 		ConvergePoll:    time.Second,
 		ConvergeTimes:   3,
 		SummaryPoll:     5 * time.Second,
+		NetPolEnable:    15 * time.Minute,
 	}
 }
