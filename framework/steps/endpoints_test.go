@@ -161,3 +161,38 @@ func TestJudgeEndpointTiming(t *testing.T) {
 		t.Error("no readings judged")
 	}
 }
+
+// The growth is judged at 10,000 Services only: +0.05 ms is reproduced,
+// no growth (Cilium's 'almost none') is not, and the same readings taken
+// with fewer Services are inconclusive with the reason.
+func TestJudgeNewConnectionGrowth(t *testing.T) {
+	cl := registryClaim(t, "kubeproxy.new-connection-growth")
+	quiet := []float64{0.331, 0.334, 0.329, 0.336, 0.332, 0.333}
+	grown := make([]float64, len(quiet))
+	flat := make([]float64, len(quiet))
+	for i, q := range quiet {
+		grown[i] = q + 0.05 + float64(i%3-1)*0.004
+		flat[i] = q + float64(i%3-1)*0.004
+	}
+	for _, c := range []struct {
+		name   string
+		loaded []float64
+		n      int
+		want   verdict.Result
+	}{
+		{"+0.05 ms at 10,000", grown, DocumentedServices, verdict.Reproduced},
+		{"no growth at 10,000", flat, DocumentedServices, verdict.NotReproduced},
+		{"+0.05 ms at 500", grown, 500, verdict.Inconclusive},
+	} {
+		m, err := JudgeNewConnectionGrowth(quiet, c.loaded, c.n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := verdict.Judge(cl, mode.None, m); got.Result != c.want {
+			t.Errorf("%s: judged %s (%s), want %s", c.name, got.Result, got.Reason, c.want)
+		}
+	}
+	if _, err := JudgeNewConnectionGrowth(quiet, quiet[:2], DocumentedServices); err == nil {
+		t.Error("unpaired batches judged")
+	}
+}

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/meshclaims/meshclaims/fixtures"
+	wp "github.com/meshclaims/meshclaims/fixtures/workload/probe"
 	"github.com/meshclaims/meshclaims/framework/claims"
 	"github.com/meshclaims/meshclaims/framework/probe"
 	"github.com/meshclaims/meshclaims/framework/spec"
@@ -34,36 +35,22 @@ const readinessAttempt = 20 * time.Millisecond
 // least 100). Value is the median with none and At the median with N: the
 // verdict judges the growth between them (at HYBRID's 10,000 only).
 func ServiceReadiness(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
-	m, err := ClusterOf(r)
-	if err != nil {
+	if _, err := ClusterOf(r); err != nil {
 		return verdict.Measurement{}, err
 	}
 	t := Target(r)
-	extra := max(100, int(10000*r.Env.Config.DurationScale))
-	r.SetSetup("%d Services timed with 0 and with %d extra Services (documented: 0 and 10,000)", ServiceTrials, extra)
+	extra := fillerCount(r)
+	r.SetSetup("%d Services timed with 0 and with %d extra Services, each selecting the one echo-v1 pod (documented: 0 and 10,000)", ServiceTrials, extra)
 	quietReadings, err := timeServices(ctx, r, t, "svc-quiet")
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
 	quiet := readingSeconds(quietReadings)
-	r.Logf("creating %d extra Services", extra)
-	var made []*corev1.Service
-	for i := 0; i < extra; i++ {
-		s := fixtures.WorkloadService(t, fmt.Sprintf("filler-%05d", i), fixtures.EchoHTTPPort)
-		s.Spec.Selector = map[string]string{fixtures.LabelApp: "nothing-selects-this"}
-		if err := m.Applier.Apply(ctx, s); err != nil {
-			return verdict.Measurement{}, err
-		}
-		made = append(made, s)
-		if (i+1)%500 == 0 {
-			r.Logf("%d/%d extra Services", i+1, extra)
-		}
+	cleanup, err := createFillers(ctx, r, extra)
+	defer cleanup()
+	if err != nil {
+		return verdict.Measurement{}, err
 	}
-	defer func() {
-		for _, s := range made {
-			m.Applier.Client().Delete(context.WithoutCancel(ctx), s)
-		}
-	}()
 	loadedReadings, err := timeServices(ctx, r, t, "svc-loaded")
 	if err != nil {
 		return verdict.Measurement{}, err
@@ -142,6 +129,165 @@ func timeServicesN(ctx context.Context, r *spec.Run, t fixtures.Target, prefix s
 			if err := m.Applier.Client().Delete(ctx, s); err != nil {
 				return err
 			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// DocumentedServices is HYBRID's largest Service count (10,000).
+const DocumentedServices = 10000
+
+// fillerCount is how many extra Services the scale claims create: HYBRID's
+// 10,000 x -duration-scale, at least 100.
+func fillerCount(r *spec.Run) int {
+	return max(100, int(DocumentedServices*r.Env.Config.DurationScale))
+}
+
+// createFillers creates n extra Services for the scale claims, each
+// selecting the one echo-v1 pod, so each brings its endpoint rules as
+// HYBRID's did (110,296 NAT rules for 10,000 Services, about 11 each: a
+// Service with no endpoints would bring almost none), and waits until the
+// last one answers: kube-proxy syncs all its rules at once, so then it has
+// written them all. cleanup deletes what was made, also after an error.
+func createFillers(ctx context.Context, r *spec.Run, n int) (cleanup func(), err error) {
+	m, err := ClusterOf(r)
+	if err != nil {
+		return func() {}, err
+	}
+	t := Target(r)
+	r.Logf("creating %d extra Services", n)
+	var made []*corev1.Service
+	cleanup = func() {
+		for _, s := range made {
+			m.Applier.Client().Delete(context.WithoutCancel(ctx), s)
+		}
+	}
+	for i := 0; i < n; i++ {
+		s := fixtures.WorkloadService(t, fmt.Sprintf("filler-%05d", i), fixtures.EchoHTTPPort)
+		s.Spec.Selector = versionSelector(fixtures.CanaryV1)
+		if err := m.Applier.Apply(ctx, s); err != nil {
+			return cleanup, err
+		}
+		made = append(made, s)
+		if (i+1)%500 == 0 {
+			r.Logf("%d/%d extra Services", i+1, n)
+		}
+	}
+	last, err := m.Kube.Client.CoreV1().Services(t.Namespace).Get(ctx, made[len(made)-1].Name, metav1.GetOptions{})
+	if err != nil {
+		return cleanup, err
+	}
+	url := fmt.Sprintf("http://%s:%d/", last.Spec.ClusterIP, fixtures.EchoHTTPPort)
+	start := time.Now()
+	err = probe.Forward(ctx, m.Kube, InMesh(r), func(base string) error {
+		res, err := probe.UntilVia(ctx, base, url, 200, r.Env.Config.Timeouts.ServiceReady, readinessAttempt)
+		if err != nil {
+			return err
+		}
+		if res.Status != 200 {
+			return fmt.Errorf("the last of %d extra Services (%s) did not answer 200 within %s: last %s %s", n, url, r.Env.Config.Timeouts.ServiceReady, res.Outcome, res.Detail)
+		}
+		return nil
+	})
+	r.Logf("the last of %d extra Services answered %s after it was created", n, time.Since(start).Round(time.Millisecond))
+	return cleanup, err
+}
+
+// NewConnectionSamples is how many new connections kubeproxy.new-connection-growth
+// times at each Service count, in batches of wp.MaxProbes: as many as
+// HYBRID's kind table times per condition ('条件ごとに6,000回').
+const NewConnectionSamples = 6000
+
+// NewConnectionGrowth measures HYBRID's '新規接続の平均遅延の増加（0個から
+// 10,000個へ）': the mean time of a new TCP connection, one HTTP request and
+// its response, from the client pod to echo's ClusterIP, with no extra
+// Services and then with N (fillerCount). Runs are the batches' growths
+// (batch i with N minus batch i with none), so the verdict judges their
+// mean with its interval. Fewer Services than HYBRID's 10,000 leave it
+// unmet: the growth is not scaled.
+func NewConnectionGrowth(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
+	m, err := ClusterOf(r)
+	if err != nil {
+		return verdict.Measurement{}, err
+	}
+	t := Target(r)
+	n := fillerCount(r)
+	batches := NewConnectionSamples / wp.MaxProbes
+	r.SetSetup("%d new connections (each: connect, GET /, response) from the client pod to echo's ClusterIP in %d batches, with 0 and with %d extra Services each selecting the one echo-v1 pod (documented: 0 and 10,000); the phases run minutes apart, so drift on the host between them is in the growth", NewConnectionSamples, batches, n)
+	svc, err := m.Kube.Client.CoreV1().Services(t.Namespace).Get(ctx, fixtures.EchoName, metav1.GetOptions{})
+	if err != nil {
+		return verdict.Measurement{}, err
+	}
+	url := fmt.Sprintf("http://%s:%d/", svc.Spec.ClusterIP, fixtures.EchoHTTPPort)
+	quiet, err := newConnectionBatches(ctx, r, url, batches)
+	if err != nil {
+		return verdict.Measurement{}, err
+	}
+	cleanup, err := createFillers(ctx, r, n)
+	defer cleanup()
+	if err != nil {
+		return verdict.Measurement{}, err
+	}
+	loaded, err := newConnectionBatches(ctx, r, url, batches)
+	if err != nil {
+		return verdict.Measurement{}, err
+	}
+	return JudgeNewConnectionGrowth(quiet, loaded, n)
+}
+
+// JudgeNewConnectionGrowth turns the batch means (ms) with none and with
+// n extra Services into the measurement.
+func JudgeNewConnectionGrowth(quiet, loaded []float64, n int) (verdict.Measurement, error) {
+	if len(quiet) == 0 || len(quiet) != len(loaded) {
+		return verdict.Measurement{}, fmt.Errorf("new-connection batches: %d with none, %d with %d Services; want the same count, at least 1", len(quiet), len(loaded), n)
+	}
+	runs := make([]float64, len(quiet))
+	for i := range quiet {
+		runs[i] = loaded[i] - quiet[i]
+	}
+	q, l := mean(quiet), mean(loaded)
+	g := l - q
+	out := verdict.Measurement{Value: verdict.Float64(g), Runs: runs, Extra: map[string]float64{
+		"mean_ms_with_0": q, fmt.Sprintf("mean_ms_with_%d", n): l, "growth_share": g / q, "extra_services": float64(n),
+	}, Detail: fmt.Sprintf("mean new connection %.3f ms with 0, %.3f ms with %d Services", q, l, n)}
+	if n < DocumentedServices {
+		out.Unmet = fmt.Sprintf("the growth was measured with %d Services; documented with %d, and it is not scaled (-duration-scale=1 creates %d)", n, DocumentedServices, DocumentedServices)
+	}
+	return out, nil
+}
+
+func mean(xs []float64) float64 {
+	s := 0.0
+	for _, x := range xs {
+		s += x
+	}
+	return s / float64(len(xs))
+}
+
+// newConnectionBatches times batches x wp.MaxProbes new connections to url
+// from the client pod (the probe's n=, each on a fresh connection) and
+// returns each batch's mean in ms; any answer but 200 fails it.
+func newConnectionBatches(ctx context.Context, r *spec.Run, url string, batches int) ([]float64, error) {
+	m, err := ClusterOf(r)
+	if err != nil {
+		return nil, err
+	}
+	var out []float64
+	err = probe.Forward(ctx, m.Kube, InMesh(r), func(base string) error {
+		for b := 0; b < batches; b++ {
+			res, err := probe.ManyVia(ctx, base, url, wp.MaxProbes, r.Env.Config.Timeouts.Probe)
+			if err != nil {
+				return err
+			}
+			sum := 0.0
+			for _, x := range res {
+				if x.Status != 200 {
+					return fmt.Errorf("batch %d: a new connection to %s got %s %s", b+1, url, x.Outcome, x.Detail)
+				}
+				sum += x.Millis
+			}
+			out = append(out, sum/float64(len(res)))
 		}
 		return nil
 	})
