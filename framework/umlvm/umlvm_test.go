@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -127,7 +128,7 @@ func vmProcesses(t *testing.T, root string) []string {
 }
 
 // A VM whose init never powers off is killed, every process of it, when
-// its timeout passes, and when the caller's context ends. Positive control
+// its timeout passes, when the caller's context ends and on SIGINT. Positive control
 // for the scan: while the VM runs, its processes are found.
 func TestRunKillsTheVMOnEveryPath(t *testing.T) {
 	k := kernel(t)
@@ -135,10 +136,14 @@ func TestRunKillsTheVMOnEveryPath(t *testing.T) {
 		name    string
 		timeout time.Duration
 		cancel  time.Duration
+		signal  bool // SIGINT to this process instead of a cancel
 		want    string
 	}{
-		{"timeout", 8 * time.Second, 0, "ran past its 8s timeout"},
-		{"context", time.Minute, 8 * time.Second, "the caller's context ended"},
+		{"timeout", 4 * time.Second, 0, false, "ran past its 4s timeout"},
+		{"context", time.Minute, 4 * time.Second, false, "the caller's context ended"},
+		// Run catches SIGINT while the VM runs, so the signal kills the
+		// VM instead of this test process.
+		{"SIGINT", time.Minute, 4 * time.Second, true, "got SIGINT or SIGTERM"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			root := sleepingRoot(t)
@@ -146,11 +151,15 @@ func TestRunKillsTheVMOnEveryPath(t *testing.T) {
 			defer cancel()
 			seen := make(chan []string, 1)
 			go func() {
-				time.Sleep(5 * time.Second) // booted, init waiting
+				time.Sleep(2 * time.Second) // started: the kernel process names the root from its start
 				seen <- vmProcesses(t, root)
 				if tc.cancel > 0 {
-					time.Sleep(tc.cancel - 5*time.Second)
-					cancel()
+					time.Sleep(tc.cancel - 2*time.Second)
+					if tc.signal {
+						_ = syscall.Kill(os.Getpid(), syscall.SIGINT)
+					} else {
+						cancel()
+					}
 				}
 			}()
 			err := k.Run(ctx, Boot{Root: root, Init: "/init", MemMiB: 64, Timeout: tc.timeout})
