@@ -3,6 +3,7 @@ package conntrackvm
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -31,6 +32,15 @@ var (
 	initPath string
 	initErr  error
 )
+
+// TestMain removes the init builtInit built.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if initPath != "" {
+		_ = os.RemoveAll(filepath.Dir(initPath))
+	}
+	os.Exit(code)
+}
 
 // builtInit builds cmd/conntrackvm once for the test binary.
 func builtInit(tb testing.TB) string {
