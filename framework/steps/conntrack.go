@@ -82,6 +82,8 @@ func ConntrackTableFull(ctx context.Context, r *spec.Run) (verdict.Measurement, 
 			got.Extra[fmt.Sprintf("limit_%d_%s", u.ConntrackMax, k)] = v
 		}
 	}
+	r.SetWhere("a disposable VM: %s (not the suite's cluster)", k)
+	got.Detail = fmt.Sprintf("in a UML %s VM", k.Release)
 	r.SetSetup("in a disposable VM, not the cluster: %s, its own kernel and init network namespace; nf_conntrack with enable_hooks=1; %d loopback connects at once per limit, %s connect timeout, after the table held < %d entries. %s",
 		k, n, to.ConntrackConnect, ConntrackQuietBelow, strings.Join(runs, "; "))
 	return got, nil

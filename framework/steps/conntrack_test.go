@@ -58,7 +58,13 @@ func TestConntrackTableFullInTheVM(t *testing.T) {
 	if !strings.Contains(r.Setup(), "User-Mode Linux 6.1") || !strings.Contains(r.Setup(), "not the cluster") {
 		t.Errorf("setup does not name the VM layer: %s", r.Setup())
 	}
+	if !strings.HasPrefix(r.Where(), "a disposable VM: User-Mode Linux 6.1") {
+		t.Errorf("the record would say it ran on %q", r.Where())
+	}
 	v := verdict.Judge(c, mode.None, got)
+	if !strings.Contains(v.MeasuredText, "(in a UML 6.1") {
+		t.Errorf("measured text does not name the layer: %s", v.MeasuredText)
+	}
 	t.Logf("%s: %s\nsetup: %s", v.Result, v.Reason, r.Setup())
 	if v.Result != verdict.Reproduced {
 		t.Fatalf("%s: %s", v.Result, v.Reason)

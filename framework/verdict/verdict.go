@@ -247,6 +247,10 @@ func judgeEach(c *claims.Claim, m mode.Mode, doc claims.Value, got Measurement, 
 	}
 	v.Reason = strings.Join(reasons, "; ")
 	v.MeasuredText = strings.Join(measured, "; ")
+	if got.Detail != "" {
+		// Where the runs were made (the VM's kernel), beside their numbers.
+		v.MeasuredText += " (" + got.Detail + ")"
+	}
 	return v
 }
 
