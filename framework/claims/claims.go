@@ -60,6 +60,9 @@ const (
 	CostShare          Metric = "cost_share"             // a part of a latency overhead as a share of the whole (0..1)
 	FailureRate        Metric = "failure_rate"           // requests the client saw fail after the mesh's retries, of those sent
 	ProxyFootprint     Metric = "proxy_footprint"        // one proxy's working set (value, MiB) and CPU (vcpu) under a stated load
+	// ConnectFailureRate: connections not established within the connect
+	// timeout, of those opened at once (conntrack.table-full).
+	ConnectFailureRate Metric = "connect_failure_rate"
 	// Attribution: events of one kind (fortio -1s, 503s) counted per
 	// category of what caused them; the share of the categories the source
 	// names is judged.
@@ -68,7 +71,7 @@ const (
 
 var metrics = []Metric{Outcome, LatencyPercentiles, LatencyOverhead, LatencyMean, ErrorRate,
 	RateRatio, DuplicateCount, Throughput, Bandwidth, IntervalMs, TimeToReady, ResourceBudget,
-	QueriesPerCore, Stability, SuccessRate, CostShare, FailureRate, ProxyFootprint, Attribution}
+	QueriesPerCore, Stability, SuccessRate, CostShare, FailureRate, ProxyFootprint, Attribution, ConnectFailureRate}
 
 // AttributionCategories are the categories an attribution claim may name:
 // the causes of fortio's -1 as the load engine classifies them
@@ -163,6 +166,12 @@ type Value struct {
 	// the value of the mode the spec read from the cluster. Each entry sets
 	// value (and text); the outer value then sets only text.
 	ByKubeProxy map[KubeProxyMode]Value `yaml:"by_kube_proxy" json:"by_kube_proxy,omitempty"`
+	// ByConntrackMax holds values the source states per nf_conntrack_max
+	// (HYBRID's full table: of 4,000 connections, 0 fail at 262,144, 2,087
+	// at 2,048, 3,031 at 1,024): the judge picks the value of the limit the
+	// measurement ran under. Each entry sets count and total (and text);
+	// the outer value then sets only text.
+	ByConntrackMax map[int64]Value `yaml:"by_conntrack_max" json:"by_conntrack_max,omitempty"`
 	// Expected marks a value the document did not state but that follows from
 	// it (e.g. no mesh: 8080 allowed gives 200); reports show it as expected,
 	// not documented.
@@ -189,8 +198,68 @@ func (v Value) ForKubeProxy(kp KubeProxyMode) (Value, bool) {
 	if len(v.ByKubeProxy) == 0 {
 		return v, true
 	}
-	x, ok := v.ByKubeProxy[kp]
-	return x, ok
+	return v.For(Variant{KubeProxy: kp})
+}
+
+// Variant is a setting of the system under test that a value may be
+// stated per, beside the mesh mode: kube-proxy's mode, nf_conntrack_max.
+// The zero Variant is "not stated per any".
+type Variant struct {
+	KubeProxy    KubeProxyMode
+	ConntrackMax int64
+}
+
+// String is "kube-proxy ipvs", "nf_conntrack_max 1024", or "".
+func (v Variant) String() string {
+	var s []string
+	if v.KubeProxy != "" {
+		s = append(s, "kube-proxy "+string(v.KubeProxy))
+	}
+	if v.ConntrackMax != 0 {
+		s = append(s, fmt.Sprintf("nf_conntrack_max %d", v.ConntrackMax))
+	}
+	return strings.Join(s, ", ")
+}
+
+// For returns the value documented for variant u: the entry of the
+// setting v is stated per (by_kube_proxy, by_conntrack_max), or v itself
+// when it is stated per none; false when v is stated per a setting and u
+// names no documented entry of it.
+func (v Value) For(u Variant) (Value, bool) {
+	switch {
+	case len(v.ByKubeProxy) > 0:
+		x, ok := v.ByKubeProxy[u.KubeProxy]
+		return x, ok
+	case len(v.ByConntrackMax) > 0:
+		x, ok := v.ByConntrackMax[u.ConntrackMax]
+		return x, ok
+	}
+	return v, true
+}
+
+// Variants lists the documented variants of v in a fixed order
+// (kube-proxy modes as KubeProxyModes, limits descending), or the one zero
+// Variant of a value stated per none.
+func (v Value) Variants() []Variant {
+	var out []Variant
+	for _, kp := range KubeProxyModes {
+		if _, ok := v.ByKubeProxy[kp]; ok {
+			out = append(out, Variant{KubeProxy: kp})
+		}
+	}
+	limits := make([]int64, 0, len(v.ByConntrackMax))
+	for n := range v.ByConntrackMax {
+		limits = append(limits, n)
+	}
+	slices.Sort(limits)
+	slices.Reverse(limits)
+	for _, n := range limits {
+		out = append(out, Variant{ConntrackMax: n})
+	}
+	if len(out) == 0 {
+		return []Variant{{}}
+	}
+	return out
 }
 
 // Attributed is a source's attribution of a number of events to causes:
@@ -300,7 +369,10 @@ func (r *Reference) AppliesTo(m mode.Mode) bool {
 type Distinct struct {
 	Groups [][]mode.Mode `yaml:"groups" json:"groups"`
 	// KubeProxyGroups does the same for the kube-proxy modes of values
-	// stated per kube-proxy mode (Value.ByKubeProxy).
+	// stated per kube-proxy mode (Value.ByKubeProxy). Values stated per
+	// nf_conntrack_max need no groups: the source states a different
+	// outcome for each limit, so every limit's band must exclude every
+	// other limit's value.
 	KubeProxyGroups [][]KubeProxyMode `yaml:"kube_proxy_groups" json:"kube_proxy_groups,omitempty"`
 	Text            string            `yaml:"text" json:"text"`
 }

@@ -340,3 +340,62 @@ func TestParseByKubeProxy(t *testing.T) {
 		})
 	}
 }
+
+// A value stated per nf_conntrack_max (HYBRID's full conntrack table).
+const perConntrackMax = `version: 1
+sources:
+  HYBRID: {title: t, file: f, platform: p}
+claims:
+  - id: conntrack.table-full
+    title: failed connects per nf_conntrack_max
+    source: {doc: HYBRID, section: "conntrack"}
+    kind: measurement
+    metric: connect_failure_rate
+    modes: [none]
+    documented:
+      none:
+        text: "0 / 2,087 / 3,031 of 4,000"
+        by_conntrack_max:
+          262144: {count: 0, total: 4000}
+          2048: {count: 2087, total: 4000}
+          1024: {count: 3031, total: 4000}
+    tolerance: {absolute: 0.06, max_rate: 0.01, why: w}
+`
+
+func TestParseByConntrackMax(t *testing.T) {
+	reg, err := Parse([]byte(perConntrackMax), "x.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := reg.MustGet("conntrack.table-full").Documented[mode.None]
+	if v, ok := doc.For(Variant{ConntrackMax: 2048}); !ok || *v.Count != 2087 || *v.Total != 4000 {
+		t.Fatalf("2048: %+v %v", v, ok)
+	}
+	if _, ok := doc.For(Variant{ConntrackMax: 4096}); ok {
+		t.Fatal("a limit nothing documents has a value")
+	}
+	if got := doc.Variants(); len(got) != 3 || got[0].ConntrackMax != 262144 || got[2].ConntrackMax != 1024 || got[1].String() != "nf_conntrack_max 2048" {
+		t.Fatalf("variants %v", got)
+	}
+	for _, c := range []struct{ name, old, new, want string }{
+		{"a limit of zero", "1024: {count", "0: {count", "by_conntrack_max limit 0: want a positive nf_conntrack_max"},
+		{"no total", "2048: {count: 2087, total: 4000}", "2048: {count: 2087}", "by_conntrack_max 2048 needs count (connections that failed) and total"},
+		{"count above total", "count: 3031, total: 4000", "count: 5000, total: 4000", "by_conntrack_max 1024: count 5000 of total 4000"},
+		{"a count beside", `text: "0 / 2,087 / 3,031 of 4,000"`, "count: 1", "by_conntrack_max states the values; the mode's own value, count"},
+		{"nested", "2048: {count: 2087, total: 4000}", "2048: {count: 2087, total: 4000, value: 1}", "by_conntrack_max 2048 sets only count, total and text"},
+		{"another metric", "metric: connect_failure_rate", "metric: error_rate", "by_conntrack_max (values per nf_conntrack_max) is judged for metric connect_failure_rate only, not error_rate"},
+		{"the metric without limits", "        by_conntrack_max:\n          262144: {count: 0, total: 4000}\n          2048: {count: 2087, total: 4000}\n          1024: {count: 3031, total: 4000}\n", "", "metric connect_failure_rate is stated per nf_conntrack_max: set by_conntrack_max"},
+		{"a string limit", "1024: {count", "low: {count", "low"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			bad := strings.Replace(perConntrackMax, c.old, c.new, 1)
+			if bad == perConntrackMax {
+				t.Fatal("test case did not change the input")
+			}
+			_, err := Parse([]byte(bad), "x.yaml")
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %v does not contain %q", err, c.want)
+			}
+		})
+	}
+}

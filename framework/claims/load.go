@@ -2,6 +2,7 @@ package claims
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -168,6 +169,7 @@ func validateClaim(c *Claim, sources map[string]Source, line func(string) int, a
 			add(line("documented"), "mode %s: at (a value at a scale) needs metric %s, a value to grow from and services > 0", m, TimeToReady)
 		}
 		validateByKubeProxy(c, m, v, line("documented"), add)
+		validateByConntrackMax(c, m, v, line("documented"), add)
 		if c.Metric == ProxyFootprint && !v.Expected && (v.Value == nil || v.VCPU == nil) {
 			add(line("documented"), "mode %s: a proxy footprint needs both value (working set, MiB) and vcpu", m)
 		}
@@ -225,6 +227,44 @@ func validateByKubeProxy(c *Claim, m mode.Mode, v Value, at int, add func(int, s
 	}
 	if c.Metric != TimeToReady {
 		add(at, "mode %s: by_kube_proxy (values per kube-proxy mode) is judged for metric %s only, not %s", m, TimeToReady, c.Metric)
+	}
+}
+
+// validateByConntrackMax checks a value stated per nf_conntrack_max:
+// positive limits, a count of a total each, nothing beside them the judge
+// would ignore, and the metric that reads them. A connect failure rate
+// means nothing without the limit it was measured under, so every
+// documented value of that metric is stated per limit.
+func validateByConntrackMax(c *Claim, m mode.Mode, v Value, at int, add func(int, string, ...any)) {
+	if len(v.ByConntrackMax) == 0 {
+		if c.Metric == ConnectFailureRate && !v.Expected {
+			add(at, "mode %s: metric %s is stated per nf_conntrack_max: set by_conntrack_max (limit: {count, total, text})", m, ConnectFailureRate)
+		}
+		return
+	}
+	if c.Metric != ConnectFailureRate {
+		add(at, "mode %s: by_conntrack_max (values per nf_conntrack_max) is judged for metric %s only, not %s", m, ConnectFailureRate, c.Metric)
+	}
+	if len(v.ByKubeProxy) > 0 {
+		add(at, "mode %s: a value is stated per kube-proxy mode or per nf_conntrack_max, not both", m)
+	}
+	if v.Value != nil || v.Count != nil || v.Total != nil || v.At != nil || len(v.Percentiles) > 0 {
+		add(at, "mode %s: by_conntrack_max states the values; the mode's own value, count, total, at or percentiles_ms beside it would never be judged", m)
+	}
+	for _, n := range sortedKeys(v.ByConntrackMax) {
+		x := v.ByConntrackMax[n]
+		if n <= 0 {
+			add(at, "mode %s: by_conntrack_max limit %d: want a positive nf_conntrack_max", m, n)
+		}
+		switch {
+		case x.Count == nil || x.Total == nil:
+			add(at, "mode %s: by_conntrack_max %d needs count (connections that failed) and total (connections opened)", m, n)
+		case *x.Total <= 0 || *x.Count < 0 || *x.Count > *x.Total:
+			add(at, "mode %s: by_conntrack_max %d: count %d of total %d; want 0 <= count <= total, total > 0", m, n, *x.Count, *x.Total)
+		}
+		if len(x.ByConntrackMax) > 0 || len(x.ByKubeProxy) > 0 || x.Value != nil || x.At != nil || x.Outcome != "" || len(x.Percentiles) > 0 {
+			add(at, "mode %s: by_conntrack_max %d sets only count, total and text", m, n)
+		}
 	}
 }
 
@@ -467,7 +507,7 @@ func locate(file string, starts []claimStart, err error) error {
 	return errors.Join(errs...)
 }
 
-func sortedKeys[K ~string, V any](m map[K]V) []K {
+func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K {
 	keys := make([]K, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)

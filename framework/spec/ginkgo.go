@@ -92,7 +92,7 @@ func execute(ctx SpecContext, p Planned, env *Env) {
 		// Recorded at the very end of the spec (after the failure-evidence
 		// hook), so the record lists the evidence too.
 		DeferCleanup(func() error {
-			return env.Results.Record(report.Record{Claim: p.Claim.ID, Mode: p.Mode, Measurement: got, Setup: r.Setup(), Raw: r.Raw(), Evidence: r.Evidence(), Waits: r.Waits(), Declared: p.Def.Declared, Where: env.WhereFor(p.Mode)})
+			return env.Results.Record(report.Record{Claim: p.Claim.ID, Mode: p.Mode, Measurement: got, Setup: r.Setup(), Raw: r.Raw(), Evidence: r.Evidence(), Waits: r.Waits(), Declared: p.Def.Declared, Where: r.Where()})
 		})
 	}
 	b, _ := json.Marshal(v)

@@ -68,6 +68,7 @@ type Run struct {
 	start time.Time
 	raw   []string
 	setup string
+	where string
 	evid  []string
 	waits []converge.Wait
 	// judged is the verdict once the spec judged its measurement (nil
@@ -143,6 +144,20 @@ func (r *Run) SaveRaw(name string, data []byte, options any) error {
 
 // SetSetup states what was actually run (after -duration-scale), for the report.
 func (r *Run) SetSetup(format string, a ...any) { r.setup = fmt.Sprintf(format, a...) }
+
+// SetWhere states where the measurement ran when that is not the suite's
+// cluster (conntrack.table-full: a disposable VM of its own kernel): the
+// record names it instead of the cluster, which took no part.
+func (r *Run) SetWhere(format string, a ...any) { r.where = fmt.Sprintf(format, a...) }
+
+// Where is where the record says the measurement ran: SetWhere's, or the
+// suite's cluster (Env.WhereFor).
+func (r *Run) Where() string {
+	if r.where != "" || r.Env == nil {
+		return r.where
+	}
+	return r.Env.WhereFor(r.Mode)
+}
 
 // AddEvidence lists a failure-evidence path (relative to the results dir).
 func (r *Run) AddEvidence(path string) { r.evid = append(r.evid, path) }

@@ -173,3 +173,17 @@ func TestWhereForStatesTheProxy(t *testing.T) {
 		t.Errorf("no proxy: %q", got)
 	}
 }
+
+// A measurement made outside the cluster says where it ran instead of the
+// cluster; any other says the cluster.
+func TestSetWhereReplacesTheCluster(t *testing.T) {
+	e := &Env{Where: "local (https://127.0.0.1:6443)"}
+	r := NewRun(nil, mode.None, e, nil)
+	if got := r.Where(); got != e.Where {
+		t.Fatalf("default: %q", got)
+	}
+	r.SetWhere("a disposable VM: %s", "User-Mode Linux 6.1.176")
+	if got := r.Where(); got != "a disposable VM: User-Mode Linux 6.1.176" {
+		t.Fatalf("after SetWhere: %q", got)
+	}
+}

@@ -22,18 +22,19 @@ type Band struct {
 // come from the same band() the judges use, so a test can ask whether two
 // modes' bands leave room for one measurement to pass both.
 func Bands(c *claims.Claim, m mode.Mode) []Band {
-	return BandsFor(c, m, "")
+	return BandsFor(c, m, claims.Variant{})
 }
 
-// BandsFor is Bands for a cluster whose kube-proxy runs in mode kp: a
-// value stated per kube-proxy mode gives that mode's bands (none when kp
-// is not documented, or empty).
-func BandsFor(c *claims.Claim, m mode.Mode, kp claims.KubeProxyMode) []Band {
+// BandsFor is Bands for a measurement under variant u (a cluster whose
+// kube-proxy runs in mode u.KubeProxy, a kernel whose nf_conntrack_max is
+// u.ConntrackMax): a value stated per that setting gives the bands of u's
+// entry (none when u names no documented entry).
+func BandsFor(c *claims.Claim, m mode.Mode, u claims.Variant) []Band {
 	doc, ok := c.DocumentedFor(m)
 	if !ok {
 		return nil
 	}
-	if doc, ok = doc.ForKubeProxy(kp); !ok {
+	if doc, ok = doc.For(u); !ok {
 		return nil
 	}
 	ref := c.Reference
@@ -66,7 +67,7 @@ func BandsFor(c *claims.Claim, m mode.Mode, kp claims.KubeProxyMode) []Band {
 			// The source attributes all its events to its categories (share 1).
 			add("share attributed to "+strings.Join(doc.Attribution.To, " or "), 1, c.Tolerance)
 		}
-	case claims.ErrorRate, claims.SuccessRate, claims.DuplicateCount, claims.FailureRate:
+	case claims.ErrorRate, claims.SuccessRate, claims.DuplicateCount, claims.FailureRate, claims.ConnectFailureRate:
 		rate("rate", doc.Count, doc.Total)
 		if doc.Unanswered != nil {
 			rate("no-response (-1) rate", doc.Unanswered, doc.Total)
@@ -110,17 +111,19 @@ func BandsFor(c *claims.Claim, m mode.Mode, kp claims.KubeProxyMode) []Band {
 	return out
 }
 
-// Overlaps lists, for a claim that says which modes the source tells apart
-// (claims.Distinct), each pair of modes in different groups whose headline
+// Overlaps lists, for a value stated per nf_conntrack_max, each pair of
+// limits whose bands intersect, and for a claim that says which modes the
+// source tells apart (claims.Distinct), each pair of modes in different groups whose headline
 // bands intersect, so that one measurement could pass as either mode. A
 // band that separates modes only in a tail percentile or a secondary rate
 // does not count: those are the noisiest numbers of a run. A proxy
 // footprint's memory and CPU are both headlines: each must separate.
 func Overlaps(c *claims.Claim) []string {
+	out := conntrackOverlaps(c) // every limit differs: no groups needed
 	if c.Distinct == nil {
-		return nil
+		return out
 	}
-	out := kubeProxyOverlaps(c)
+	out = append(out, kubeProxyOverlaps(c)...)
 	judged := c.JudgedDocumented()
 	for i, a := range judged {
 		for _, b := range judged[i+1:] {
@@ -174,7 +177,7 @@ func kubeProxyOverlaps(c *claims.Claim) []string {
 				if c.Distinct.KubeProxyGroup(a) == c.Distinct.KubeProxyGroup(b) {
 					continue
 				}
-				ba, bb := BandsFor(c, m, a), BandsFor(c, m, b)
+				ba, bb := BandsFor(c, m, claims.Variant{KubeProxy: a}), BandsFor(c, m, claims.Variant{KubeProxy: b})
 				if len(ba) == 0 || len(bb) == 0 {
 					out = append(out, fmt.Sprintf("%s: mode %s, kube-proxy %s and %s differ in the source but have no band to tell them apart", c.ID, m, a, b))
 					continue
@@ -182,6 +185,37 @@ func kubeProxyOverlaps(c *claims.Claim) []string {
 				x, y := ba[0], bb[0]
 				if lo, hi := math.Max(x.Low, y.Low), math.Min(x.High, y.High); lo <= hi {
 					out = append(out, fmt.Sprintf("%s: mode %s, %s bands of kube-proxy %s [%s, %s] and %s [%s, %s] overlap in [%s, %s]; the source says they differ",
+						c.ID, m, x.Name, a, num(x.Low), num(x.High), b, num(y.Low), num(y.High), num(lo), num(hi)))
+				}
+			}
+		}
+	}
+	return out
+}
+
+// conntrackOverlaps lists, within each judged mode whose value is stated
+// per nf_conntrack_max, the pairs of limits whose headline bands
+// intersect: the source states a different outcome for every limit, so a
+// measurement that could pass under two limits does not tell them apart.
+func conntrackOverlaps(c *claims.Claim) []string {
+	var out []string
+	for _, m := range c.JudgedDocumented() {
+		var us []claims.Variant
+		for _, u := range c.Documented[m].Variants() {
+			if u.ConntrackMax != 0 {
+				us = append(us, u)
+			}
+		}
+		for i, a := range us {
+			for _, b := range us[i+1:] {
+				ba, bb := BandsFor(c, m, a), BandsFor(c, m, b)
+				if len(ba) == 0 || len(bb) == 0 {
+					out = append(out, fmt.Sprintf("%s: mode %s, %s and %s differ in the source but have no band to tell them apart", c.ID, m, a, b))
+					continue
+				}
+				x, y := ba[0], bb[0]
+				if lo, hi := math.Max(x.Low, y.Low), math.Min(x.High, y.High); lo <= hi {
+					out = append(out, fmt.Sprintf("%s: mode %s, %s bands of %s [%s, %s] and %s [%s, %s] overlap in [%s, %s]; the source says they differ",
 						c.ID, m, x.Name, a, num(x.Low), num(x.High), b, num(y.Low), num(y.High), num(lo), num(hi)))
 				}
 			}

@@ -16,10 +16,10 @@ func TestBandsDiscriminate(t *testing.T) {
 	reg := registry(t)
 	for _, c := range reg.Claims {
 		for _, m := range c.JudgedDocumented() {
-			for _, kp := range documentedKubeProxyModes(c.Documented[m]) {
-				got, _ := AsMeasuredUnder(c, m, kp)
+			for _, u := range c.Documented[m].Variants() {
+				got, _ := AsMeasuredUnder(c, m, u)
 				if v := Judge(c, m, got); v.Result != Reproduced {
-					t.Errorf("%s [%s%s]: the documented value does not pass its own band: %s: %s", c.ID, m, kp, v.Result, v.Reason)
+					t.Errorf("%s [%s %s]: the documented value does not pass its own band: %s: %s", c.ID, m, u, v.Result, v.Reason)
 				}
 			}
 		}
@@ -32,43 +32,32 @@ func TestBandsDiscriminate(t *testing.T) {
 	}
 }
 
-// documentedKubeProxyModes are the kube-proxy modes a value is stated for,
-// or the one "" of a value that does not depend on kube-proxy.
-func documentedKubeProxyModes(v claims.Value) []claims.KubeProxyMode {
-	if len(v.ByKubeProxy) == 0 {
-		return []claims.KubeProxyMode{""}
-	}
-	var out []claims.KubeProxyMode
-	for _, kp := range claims.KubeProxyModes {
-		if _, ok := v.ByKubeProxy[kp]; ok {
-			out = append(out, kp)
-		}
-	}
-	return out
-}
-
 // crossPasses judges each mode's documented value in every mode of another
-// distinct group, and each kube-proxy mode's value, measured on a cluster
-// whose kube-proxy runs a mode of another kube_proxy_groups group.
+// distinct group; each kube-proxy mode's value, measured on a cluster
+// whose kube-proxy runs a mode of another kube_proxy_groups group; and each
+// nf_conntrack_max's value, measured under every other documented limit.
 func crossPasses(c *claims.Claim) []string {
-	if c.Distinct == nil {
-		return nil
-	}
 	var out []string
 	for _, m := range c.JudgedDocumented() {
-		kps := documentedKubeProxyModes(c.Documented[m])
-		for _, a := range kps {
-			for _, b := range kps {
-				if a == "" || c.Distinct.KubeProxyGroup(a) == c.Distinct.KubeProxyGroup(b) {
+		us := c.Documented[m].Variants()
+		for _, a := range us {
+			for _, b := range us {
+				if a == b || a == (claims.Variant{}) {
+					continue
+				}
+				if a.KubeProxy != "" && (c.Distinct == nil || c.Distinct.KubeProxyGroup(a.KubeProxy) == c.Distinct.KubeProxyGroup(b.KubeProxy)) {
 					continue
 				}
 				got, _ := AsMeasuredUnder(c, m, a)
-				got.KubeProxyMode = b // a's value, read on a cluster running b
+				got.KubeProxyMode, got.ConntrackMax = b.KubeProxy, b.ConntrackMax // a's value, read under b
 				if v := Judge(c, m, got); v.Result == Reproduced {
-					out = append(out, fmt.Sprintf("%s [%s]: kube-proxy %s's documented value passes kube-proxy %s's band: %s", c.ID, m, a, b, v.Reason))
+					out = append(out, fmt.Sprintf("%s [%s]: %s's documented value passes %s's band: %s", c.ID, m, a, b, v.Reason))
 				}
 			}
 		}
+	}
+	if c.Distinct == nil {
+		return out
 	}
 	for _, a := range c.JudgedDocumented() {
 		got, _ := AsMeasured(c, a)
@@ -244,6 +233,63 @@ func TestKubeProxyBandsDiscriminate(t *testing.T) {
 	}
 	// The registry's own band separates them: nothing fires.
 	c := registry(t).MustGet("kubeproxy.kind-service-ready")
+	if o := append(Overlaps(c), crossPasses(c)...); len(o) > 0 {
+		t.Errorf("registry band: %v", o)
+	}
+}
+
+// HYBRID's full conntrack table, documented per nf_conntrack_max, under a
+// band given as %s: the check must fire where one limit's failures could
+// pass as another's.
+const conntrackClaim = `version: 1
+sources:
+  HYBRID: {title: t, file: f, platform: p}
+claims:
+  - id: conntrack.table-full
+    title: t
+    source: {doc: HYBRID, section: s}
+    kind: measurement
+    metric: connect_failure_rate
+    modes: [none]
+    documented:
+      none:
+        by_conntrack_max:
+          262144: {count: 0, total: 4000}
+          2048: {count: 2087, total: 4000}
+          1024: {count: 3031, total: 4000}
+    tolerance: {absolute: %s, max_rate: %s, why: w}
+`
+
+func TestConntrackBandsDiscriminate(t *testing.T) {
+	parse := func(abs string, maxRate ...string) *claims.Claim {
+		t.Helper()
+		mr := "0.01"
+		if len(maxRate) > 0 {
+			mr = maxRate[0]
+		}
+		reg, err := claims.Parse([]byte(fmt.Sprintf(conntrackClaim, abs, mr)), "ct.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return reg.MustGet("conntrack.table-full")
+	}
+	// ±0.15: 2,048's [0.3718, 0.6718] meets 1,024's [0.6078, 0.9078].
+	if got := strings.Join(Overlaps(parse("0.15")), "\n"); !strings.Contains(got, "rate bands of nf_conntrack_max 2048 [0.3718, 0.6718] and nf_conntrack_max 1024 [0.6078, 0.9078] overlap") {
+		t.Errorf("±0.15: overlaps %q", got)
+	}
+	// ±0.3: 2,048's 52% passes 1,024's band [0.4578, 1.058], and the reverse.
+	got := strings.Join(crossPasses(parse("0.3")), "\n")
+	for _, w := range []string{"nf_conntrack_max 2048's documented value passes nf_conntrack_max 1024's band", "nf_conntrack_max 1024's documented value passes nf_conntrack_max 2048's band"} {
+		if !strings.Contains(got, w) {
+			t.Errorf("±0.3: cross passes %q do not contain %q", got, w)
+		}
+	}
+	// A max_rate of 0.6 lets 2,048's 52% pass as the default's zero.
+	if o := strings.Join(crossPasses(parse("0.06", "0.6")), "\n"); !strings.Contains(o, "nf_conntrack_max 2048's documented value passes nf_conntrack_max 262144's band") {
+		t.Errorf("max_rate 0.6: cross passes %q", o)
+	}
+	// The registry's own band separates all three: nothing fires.
+	c := registry(t).MustGet("conntrack.table-full")
 	if o := append(Overlaps(c), crossPasses(c)...); len(o) > 0 {
 		t.Errorf("registry band: %v", o)
 	}

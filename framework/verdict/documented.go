@@ -12,22 +12,23 @@ import (
 // tests judge one mode's documented value in another mode's band: a band
 // that passes both cannot tell the modes apart.
 func AsMeasured(c *claims.Claim, m mode.Mode) (Measurement, bool) {
-	return AsMeasuredUnder(c, m, "")
+	return AsMeasuredUnder(c, m, claims.Variant{})
 }
 
-// AsMeasuredUnder is AsMeasured on a cluster whose kube-proxy runs in mode
-// kp: for a value stated per kube-proxy mode, that mode's value, with kp
-// recorded as the measurement's kube-proxy mode.
-func AsMeasuredUnder(c *claims.Claim, m mode.Mode, kp claims.KubeProxyMode) (Measurement, bool) {
+// AsMeasuredUnder is AsMeasured under variant u (a cluster whose
+// kube-proxy runs in mode u.KubeProxy, a kernel at nf_conntrack_max
+// u.ConntrackMax): for a value stated per that setting, u's entry, with u
+// recorded as the measurement's setting.
+func AsMeasuredUnder(c *claims.Claim, m mode.Mode, u claims.Variant) (Measurement, bool) {
 	doc, ok := c.DocumentedFor(m)
 	if !ok {
 		return Measurement{}, false
 	}
-	if doc, ok = doc.ForKubeProxy(kp); !ok {
+	if doc, ok = doc.For(u); !ok {
 		return Measurement{}, false
 	}
 	got := fromValue(doc)
-	got.KubeProxyMode = kp
+	got.KubeProxyMode, got.ConntrackMax = u.KubeProxy, u.ConntrackMax
 	if a := doc.Attribution; a != nil {
 		// The source's events, all in its first category: the source does
 		// not split them between its categories (GUIDE's "reset/EOF").

@@ -13,6 +13,7 @@ package verdict
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -83,6 +84,15 @@ type Measurement struct {
 	// the cluster, for claims documented per kube-proxy mode: it picks the
 	// documented value the measurement is judged against.
 	KubeProxyMode claims.KubeProxyMode `json:"kube_proxy_mode,omitempty"`
+	// ConntrackMax is the nf_conntrack_max the measurement ran under, for
+	// claims documented per limit (conntrack.table-full): it picks the
+	// documented value, as KubeProxyMode does.
+	ConntrackMax int64 `json:"conntrack_max,omitempty"`
+	// Each holds one measurement per documented variant when the spec
+	// measured them all itself (conntrack.table-full: one VM run per
+	// nf_conntrack_max); the verdict is the worst of theirs, and a
+	// documented variant measured by none is inconclusive.
+	Each []Measurement `json:"each,omitempty"`
 	// Reference is the same run's measurement the claim's reference names
 	// (the baseline mode's percentiles, the un-hardened run's rates), kept in
 	// the record so a re-judged report has it.
@@ -105,6 +115,12 @@ type Verdict struct {
 	Documented   string    `json:"documented"`
 	MeasuredText string    `json:"measured"`
 	Reason       string    `json:"reason"`
+}
+
+// Variant is the setting the measurement ran under that a documented
+// value may be stated per.
+func (m Measurement) Variant() claims.Variant {
+	return claims.Variant{KubeProxy: m.KubeProxyMode, ConntrackMax: m.ConntrackMax}
 }
 
 // Passed reports whether a spec asserting this verdict should pass.
@@ -136,6 +152,9 @@ func Judge(c *claims.Claim, m mode.Mode, got Measurement) Verdict {
 		v.Result, v.Reason = Recorded, "nothing documented for this mode; measured value recorded"
 		return v
 	}
+	if len(got.Each) > 0 {
+		return judgeEach(c, m, doc, got, v)
+	}
 	if len(doc.ByKubeProxy) > 0 {
 		if got.KubeProxyMode == "" {
 			v.Result, v.Reason = Inconclusive, "the documented value depends on kube-proxy's mode and the measurement names none"
@@ -149,6 +168,19 @@ func Judge(c *claims.Claim, m mode.Mode, got Measurement) Verdict {
 		doc = kp
 		v.Documented = fmt.Sprintf("%s (kube-proxy %s)", describeDoc(doc, true), got.KubeProxyMode)
 	}
+	if len(doc.ByConntrackMax) > 0 {
+		if got.ConntrackMax == 0 {
+			v.Result, v.Reason = Inconclusive, "the documented value depends on nf_conntrack_max and the measurement names none"
+			return v
+		}
+		x, found := doc.For(claims.Variant{ConntrackMax: got.ConntrackMax})
+		if !found {
+			v.Result, v.Reason = Inconclusive, fmt.Sprintf("nothing documented for nf_conntrack_max %d (documented: %s)", got.ConntrackMax, conntrackLimits(doc))
+			return v
+		}
+		doc = x
+		v.Documented = fmt.Sprintf("%s (nf_conntrack_max %d)", describeDoc(doc, true), got.ConntrackMax)
+	}
 	ref := c.Reference
 	if ref != nil && ref.Compare == claims.Difference && ref.Mode == m {
 		v.Result, v.Reason = Recorded, fmt.Sprintf("mode %s is the baseline the other modes' differences are taken from; recorded", m)
@@ -157,7 +189,7 @@ func Judge(c *claims.Claim, m mode.Mode, got Measurement) Verdict {
 	switch c.Metric {
 	case claims.Outcome:
 		v.Result, v.Reason = judgeOutcome(doc, got)
-	case claims.ErrorRate, claims.SuccessRate, claims.DuplicateCount, claims.FailureRate:
+	case claims.ErrorRate, claims.SuccessRate, claims.DuplicateCount, claims.FailureRate, claims.ConnectFailureRate:
 		v.Result, v.Reason = judgeRates(c, doc, got)
 		if ref != nil && ref.Compare == claims.RateRatioOf && ref.AppliesTo(m) {
 			r2, s2 := judgeReduction(c, m, doc, got)
@@ -183,6 +215,41 @@ func Judge(c *claims.Claim, m mode.Mode, got Measurement) Verdict {
 			r2, s2 := judgeGrowth(c, doc, got)
 			v.Result, v.Reason = worst(v.Result, r2), v.Reason+"; "+s2
 		}
+	}
+	return v
+}
+
+// judgeEach judges a measurement per documented variant (Measurement.Each),
+// each against its own variant's value, and takes the worst.
+func judgeEach(c *claims.Claim, m mode.Mode, doc claims.Value, got Measurement, v Verdict) Verdict {
+	v.Result = Reproduced
+	var reasons, measured []string
+	for _, u := range doc.Variants() {
+		if u == (claims.Variant{}) {
+			v.Result, v.Reason = Inconclusive, "the measurement holds one measurement per variant but the documented value is stated per none"
+			return v
+		}
+		i := slices.IndexFunc(got.Each, func(x Measurement) bool { return x.Variant() == u })
+		if i < 0 {
+			v.Result = worst(v.Result, Inconclusive)
+			reasons = append(reasons, fmt.Sprintf("%s: nothing measured", u))
+			continue
+		}
+		sub := got.Each[i]
+		if len(sub.Each) > 0 {
+			v.Result, v.Reason = Inconclusive, fmt.Sprintf("%s: a measurement per variant nests another", u)
+			return v
+		}
+		sv := Judge(c, m, sub)
+		v.Result = worst(v.Result, sv.Result)
+		reasons = append(reasons, fmt.Sprintf("%s: %s: %s", u, sv.Result, sv.Reason))
+		measured = append(measured, fmt.Sprintf("%s: %s", u, sv.MeasuredText))
+	}
+	v.Reason = strings.Join(reasons, "; ")
+	v.MeasuredText = strings.Join(measured, "; ")
+	if got.Detail != "" {
+		// Where the runs were made (the VM's kernel), beside their numbers.
+		v.MeasuredText += " (" + got.Detail + ")"
 	}
 	return v
 }
@@ -215,7 +282,7 @@ func judgeRates(c *claims.Claim, doc claims.Value, got Measurement) (Result, str
 	if doc.Count == nil || doc.Total == nil {
 		return Inconclusive, "the registry documents no count for this mode"
 	}
-	label := map[claims.Metric]string{claims.ErrorRate: "503 rate", claims.SuccessRate: "non-200 rate", claims.DuplicateCount: "duplicate rate", claims.FailureRate: "client-visible failure rate"}[c.Metric]
+	label := map[claims.Metric]string{claims.ErrorRate: "503 rate", claims.SuccessRate: "non-200 rate", claims.DuplicateCount: "duplicate rate", claims.FailureRate: "client-visible failure rate", claims.ConnectFailureRate: "connect failure rate"}[c.Metric]
 	r1, s1 := judgeRate(label, *got.Count, *got.Total, *doc.Count, *doc.Total, c.Tolerance)
 	if doc.Unanswered == nil || got.NoResponse == nil {
 		return r1, s1
@@ -633,5 +700,16 @@ func kubeProxyModes(doc claims.Value) string {
 		out = append(out, string(kp))
 	}
 	sort.Strings(out)
+	return strings.Join(out, ", ")
+}
+
+// conntrackLimits lists the nf_conntrack_max values a value documents, descending.
+func conntrackLimits(doc claims.Value) string {
+	var out []string
+	for _, u := range doc.Variants() {
+		if u.ConntrackMax != 0 {
+			out = append(out, strconv.FormatInt(u.ConntrackMax, 10))
+		}
+	}
 	return strings.Join(out, ", ")
 }

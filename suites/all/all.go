@@ -5,6 +5,7 @@ package all
 import (
 	_ "github.com/meshclaims/meshclaims/suites/authz"
 	_ "github.com/meshclaims/meshclaims/suites/canary"
+	_ "github.com/meshclaims/meshclaims/suites/conntrack"
 	_ "github.com/meshclaims/meshclaims/suites/kubeproxy"
 	_ "github.com/meshclaims/meshclaims/suites/l7"
 	_ "github.com/meshclaims/meshclaims/suites/latency"

@@ -44,29 +44,46 @@ type Timeouts struct {
 	// the wait after it until kube-system/aws-node runs its network policy
 	// agent enforcing on every node.
 	NetPolEnable time.Duration
+	// VMRun bounds one disposable VM (conntrack.table-full): boot, the
+	// in-VM measurement and power-off; past it the VM's processes are
+	// killed. VMQuiet bounds the in-VM wait until the conntrack table
+	// holds fewer entries than HYBRID's threshold (500), read every
+	// VMQuietPoll.
+	VMRun       time.Duration
+	VMQuiet     time.Duration
+	VMQuietPoll time.Duration
+	// ConntrackConnect is HYBRID's connect timeout for conntrack.table-full
+	// ('接続タイムアウト5秒'): a connect not established within it counts
+	// as failed. Part of the measured setup, so changing it changes what
+	// is measured.
+	ConntrackConnect time.Duration
 }
 
 // Default returns the defaults.
 func Default() Timeouts {
 	return Timeouts{
-		ClusterCreate:   10 * time.Minute,
-		IstioReady:      5 * time.Minute,
-		WorkloadsReady:  5 * time.Minute,
-		RolloutComplete: 60 * time.Second,
-		Probe:           5 * time.Second,
-		NetPolSettle:    10 * time.Second,
-		Cleanup:         3 * time.Minute,
-		ServiceReady:    60 * time.Second,
-		Quiet:           3 * time.Minute,
-		ProxySync:       2 * time.Second,
-		GatewayReady:    3 * time.Minute,
-		PolicyRestore:   90 * time.Second,
-		ProxyStart:      30 * time.Second,
-		LogFlush:        10 * time.Second,
-		ConfigPushed:    60 * time.Second,
-		ConvergePoll:    time.Second,
-		ConvergeTimes:   3,
-		SummaryPoll:     5 * time.Second,
-		NetPolEnable:    15 * time.Minute,
+		ClusterCreate:    10 * time.Minute,
+		IstioReady:       5 * time.Minute,
+		WorkloadsReady:   5 * time.Minute,
+		RolloutComplete:  60 * time.Second,
+		Probe:            5 * time.Second,
+		NetPolSettle:     10 * time.Second,
+		Cleanup:          3 * time.Minute,
+		ServiceReady:     60 * time.Second,
+		Quiet:            3 * time.Minute,
+		ProxySync:        2 * time.Second,
+		GatewayReady:     3 * time.Minute,
+		PolicyRestore:    90 * time.Second,
+		ProxyStart:       30 * time.Second,
+		LogFlush:         10 * time.Second,
+		ConfigPushed:     60 * time.Second,
+		ConvergePoll:     time.Second,
+		ConvergeTimes:    3,
+		SummaryPoll:      5 * time.Second,
+		VMRun:            3 * time.Minute,
+		VMQuiet:          2 * time.Minute,
+		VMQuietPoll:      100 * time.Millisecond,
+		ConntrackConnect: 5 * time.Second,
+		NetPolEnable:     15 * time.Minute,
 	}
 }
