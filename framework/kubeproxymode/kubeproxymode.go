@@ -50,6 +50,7 @@ type configuration struct {
 	IPTables   syncSettings `yaml:"iptables"`
 	IPVS       syncSettings `yaml:"ipvs"`
 	NFTables   syncSettings `yaml:"nftables"`
+	Metrics    string       `yaml:"metricsBindAddress"`
 }
 
 type syncSettings struct {
@@ -75,6 +76,10 @@ type Settings struct {
 	// MinSyncDefaulted: the configuration left minSyncPeriod unset and
 	// MinSyncPeriod is kube-proxy's default for the mode.
 	MinSyncDefaulted bool
+	// MetricsBindAddress is where kube-proxy serves its metrics, as its
+	// node sees it (kubeadm's default 127.0.0.1:10249: reachable only on
+	// the node itself).
+	MetricsBindAddress string
 }
 
 func (s Settings) String() string {
@@ -106,7 +111,7 @@ func ParseSettings(raw string) (Settings, error) {
 		return Settings{}, fmt.Errorf("kube-proxy %s: %w", ConfigKey, err)
 	}
 	v := map[claims.KubeProxyMode]string{claims.KubeProxyIPTables: cfg.IPTables.MinSyncPeriod, claims.KubeProxyIPVS: cfg.IPVS.MinSyncPeriod, claims.KubeProxyNFTables: cfg.NFTables.MinSyncPeriod}[m]
-	s := Settings{Mode: m}
+	s := Settings{Mode: m, MetricsBindAddress: cfg.Metrics}
 	if v != "" {
 		if s.MinSyncPeriod, err = time.ParseDuration(v); err != nil {
 			return Settings{}, fmt.Errorf("kube-proxy %s: %s.minSyncPeriod %q is not a duration (e.g. 1s, 500ms): %w", ConfigKey, m, v, err)

@@ -67,12 +67,17 @@ type EndpointTiming struct {
 	// ClockOffset is the client pod's clock minus the host's, within
 	// ClockUncertainty (zero on one host: kind, the local provider).
 	ClockOffset, ClockUncertainty time.Duration
+	// Syncs and MeanSync are the rule syncs kube-proxy made during the
+	// trials and their mean duration, from its own metrics, where the
+	// test host can read them (the local provider, whose node is this
+	// host); a change cannot reach the data path faster than a sync.
+	Syncs    int64
+	MeanSync time.Duration
 }
 
 // timeEndpointChanges runs HYBRID's endpoint procedure EndpointTrials
 // times on a Service of its own that selects one canary version.
-func timeEndpointChanges(ctx context.Context, r *spec.Run) (EndpointTiming, error) {
-	var out EndpointTiming
+func timeEndpointChanges(ctx context.Context, r *spec.Run) (out EndpointTiming, err error) {
 	m, err := ClusterOf(r)
 	if err != nil {
 		return out, err
@@ -101,6 +106,23 @@ func timeEndpointChanges(ctx context.Context, r *spec.Run) (EndpointTiming, erro
 		_, err := m.Kube.Client.CoreV1().Services(t.Namespace).Patch(ctx, s.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
 		return err
 	}
+	readSyncs := func() (kubeproxymode.SyncTotals, bool) {
+		if r.Env.Config.Provider != "local" || out.KubeProxy.MetricsBindAddress == "" {
+			return kubeproxymode.SyncTotals{}, false
+		}
+		t, err := kubeproxymode.ReadSyncTotals(ctx, out.KubeProxy.MetricsBindAddress)
+		if err != nil {
+			r.Logf("kube-proxy's sync metrics: %v", err)
+			return t, false
+		}
+		return t, true
+	}
+	syncsBefore, haveSyncs := readSyncs()
+	defer func() {
+		if after, ok := readSyncs(); ok && haveSyncs {
+			out.Syncs, out.MeanSync = after.Since(syncsBefore)
+		}
+	}()
 	err = probe.Forward(ctx, m.Kube, InMesh(r), func(base string) error {
 		if out.ClockOffset, out.ClockUncertainty, err = probe.ClockOffset(ctx, base, 7); err != nil {
 			return err
@@ -275,8 +297,15 @@ func judgeEndpointTiming(r *spec.Run, tm EndpointTiming, which string, pick func
 	}
 	extra["min_s"], extra["max_s"] = slices.Min(secs), slices.Max(secs)
 	extra["resolution_max_s"] = worstRes.Seconds()
+	if tm.Syncs > 0 {
+		extra["kube_proxy_syncs"] = float64(tm.Syncs)
+		extra["kube_proxy_mean_sync_s"] = tm.MeanSync.Seconds()
+	}
 	extra["answers_from_neither"] = float64(neither)
 	extra["answers_from_neither_before_a_change"] = float64(noise)
-	return verdict.Measurement{Value: verdict.Float64(med), Extra: extra, KubeProxyMode: tm.KubeProxy.Mode,
-		Detail: fmt.Sprintf("median %s of %d %ss (each to within %s)", time.Duration(med*float64(time.Second)).Round(10*time.Microsecond), len(secs), which, worstRes.Round(10*time.Microsecond))}, nil
+	detail := fmt.Sprintf("median %s of %d %ss (each to within %s)", time.Duration(med*float64(time.Second)).Round(10*time.Microsecond), len(secs), which, worstRes.Round(10*time.Microsecond))
+	if tm.Syncs > 0 {
+		detail += fmt.Sprintf("; kube-proxy's own %d rule syncs meanwhile took %s each on average", tm.Syncs, tm.MeanSync.Round(time.Millisecond))
+	}
+	return verdict.Measurement{Value: verdict.Float64(med), Extra: extra, KubeProxyMode: tm.KubeProxy.Mode, Detail: detail}, nil
 }
