@@ -80,6 +80,8 @@ type Settings struct {
 	// node sees it (kubeadm's default 127.0.0.1:10249: reachable only on
 	// the node itself).
 	MetricsBindAddress string
+	// PublishedBy is the ConfigMap's PublisherLabel ("" for kubeadm's).
+	PublishedBy string
 }
 
 func (s Settings) String() string {
@@ -87,17 +89,39 @@ func (s Settings) String() string {
 	if s.MinSyncDefaulted {
 		how = " (kube-proxy's default)"
 	}
-	return fmt.Sprintf("mode %s, minSyncPeriod %s%s", s.Mode, s.MinSyncPeriod, how)
+	out := fmt.Sprintf("mode %s, minSyncPeriod %s%s", s.Mode, s.MinSyncPeriod, how)
+	if s.PublishedBy == LocalPublisher {
+		out += ", the local provider's host-process kube-proxy with kind's settings"
+	} else if s.PublishedBy != "" {
+		out += ", configuration published by " + s.PublishedBy
+	}
+	return out
 }
 
 // ReadSettings is Read with the mode's minSyncPeriod.
 func ReadSettings(ctx context.Context, c kubernetes.Interface) (Settings, error) {
+	cm, err := c.CoreV1().ConfigMaps(Namespace).Get(ctx, ConfigMap, metav1.GetOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return Settings{}, fmt.Errorf("kube-proxy settings: %w", err)
+	}
 	raw, err := readConfig(ctx, c)
 	if err != nil {
 		return Settings{}, err
 	}
-	return ParseSettings(raw)
+	s, err := ParseSettings(raw)
+	if cm != nil {
+		s.PublishedBy = cm.Labels[PublisherLabel]
+	}
+	return s, err
 }
+
+// PublisherLabel names, on a kube-proxy ConfigMap kubeadm did not write,
+// who did; LocalPublisher is the local provider, whose kube-proxy is a
+// host process configured as kind configures its own.
+const (
+	PublisherLabel = "app.kubernetes.io/managed-by"
+	LocalPublisher = "meshclaims-local"
+)
 
 // ParseSettings reads the mode and its minSyncPeriod from a
 // KubeProxyConfiguration document.

@@ -24,7 +24,7 @@ func PublishKubeProxyConfig(ctx context.Context, cs kubernetes.Interface, conf [
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      kubeproxymode.ConfigMap,
 			Namespace: kubeproxymode.Namespace,
-			Labels:    map[string]string{"app": "kube-proxy", "app.kubernetes.io/managed-by": "meshclaims-local"},
+			Labels:    map[string]string{"app": "kube-proxy", kubeproxymode.PublisherLabel: kubeproxymode.LocalPublisher},
 		},
 		Data: map[string]string{kubeproxymode.ConfigKey: string(conf)},
 	}

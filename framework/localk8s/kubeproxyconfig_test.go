@@ -2,6 +2,7 @@ package localk8s
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -42,6 +43,9 @@ func TestPublishKubeProxyConfigOnARealAPIServer(t *testing.T) {
 	}
 	if m, err := kubeproxymode.Read(ctx, cs); err != nil || m != claims.KubeProxyIPTables {
 		t.Errorf("mode read back: %q, %v; want iptables", m, err)
+	}
+	if set, err := kubeproxymode.ReadSettings(ctx, cs); err != nil || set.PublishedBy != kubeproxymode.LocalPublisher || !strings.Contains(set.String(), "host-process kube-proxy with kind's settings") {
+		t.Errorf("settings read back: %v, %v", set, err)
 	}
 	cm, err := cs.CoreV1().ConfigMaps(kubeproxymode.Namespace).Get(ctx, kubeproxymode.ConfigMap, metav1.GetOptions{})
 	if err != nil {
