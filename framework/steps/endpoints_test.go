@@ -195,4 +195,7 @@ func TestJudgeNewConnectionGrowth(t *testing.T) {
 	if _, err := JudgeNewConnectionGrowth(quiet, quiet[:2], DocumentedServices); err == nil {
 		t.Error("unpaired batches judged")
 	}
+	if _, err := JudgeNewConnectionGrowth(make([]float64, 6), make([]float64, 6), DocumentedServices); err == nil {
+		t.Error("zero means (a broken timer) judged")
+	}
 }
