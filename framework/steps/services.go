@@ -219,15 +219,24 @@ func createFillers(ctx context.Context, r *spec.Run, n int) (cleanup func(), err
 	}
 	url := fmt.Sprintf("http://%s:%d/", last.Spec.ClusterIP, fixtures.EchoHTTPPort)
 	start := time.Now()
+	limit := r.Env.Config.Timeouts.ServicesSynced
 	err = probe.Forward(ctx, m.Kube, InMesh(r), func(base string) error {
-		res, err := probe.UntilVia(ctx, base, url, 200, r.Env.Config.Timeouts.ServiceReady, readinessAttempt)
-		if err != nil {
-			return err
+		for {
+			// The in-pod wait is bounded (wp.MaxWait); the whole wait by
+			// ServicesSynced.
+			left := limit - time.Since(start)
+			res, err := probe.UntilVia(ctx, base, url, 200, min(max(left, time.Second), wp.MaxWait), readinessAttempt)
+			if err != nil {
+				return err
+			}
+			if res.Status == 200 {
+				return nil
+			}
+			if time.Since(start) >= limit {
+				return fmt.Errorf("the last of %d extra Services (%s) did not answer 200 within %s: last %s %s", n, url, limit, res.Outcome, res.Detail)
+			}
+			r.Logf("the last of %d extra Services not answering yet after %s (%s)", n, time.Since(start).Round(time.Second), res.Outcome)
 		}
-		if res.Status != 200 {
-			return fmt.Errorf("the last of %d extra Services (%s) did not answer 200 within %s: last %s %s", n, url, r.Env.Config.Timeouts.ServiceReady, res.Outcome, res.Detail)
-		}
-		return nil
 	})
 	r.Logf("the last of %d extra Services answered %s after it was created", n, time.Since(start).Round(time.Millisecond))
 	return cleanup, err

@@ -20,11 +20,17 @@ type Timeouts struct {
 	NetPolSettle time.Duration
 	Cleanup      time.Duration // deleting the suite's namespaces
 	ServiceReady time.Duration // kubeproxy.service-scale: one Service answering
-	Quiet        time.Duration // a Service steady after a rollout: old pods gone (preStop 10 s + grace 40 s)
-	ProxySync    time.Duration // kube-proxy/ztunnel to program endpoints that just settled
-	GatewayReady time.Duration // a Deployment istiod creates for a Gateway (ingress, waypoint) to appear and roll out, and a waypoint's Gateway to be Programmed with an address
-	ProxyStart   time.Duration // a proxy process started here to serve its admin endpoint (Envoy's own tests)
-	LogFlush     time.Duration // a line a container wrote to reach the log the kubelet serves (a log detector's control line)
+	// ServicesSynced bounds the wait, after the scale claims created their
+	// extra Services, until the last of them answers: the controller-manager
+	// writes one EndpointSlice per Service at its API rate (20 requests/s
+	// by default), so 10,000 take several minutes before kube-proxy has
+	// them all.
+	ServicesSynced time.Duration
+	Quiet          time.Duration // a Service steady after a rollout: old pods gone (preStop 10 s + grace 40 s)
+	ProxySync      time.Duration // kube-proxy/ztunnel to program endpoints that just settled
+	GatewayReady   time.Duration // a Deployment istiod creates for a Gateway (ingress, waypoint) to appear and roll out, and a waypoint's Gateway to be Programmed with an address
+	ProxyStart     time.Duration // a proxy process started here to serve its admin endpoint (Envoy's own tests)
+	LogFlush       time.Duration // a line a container wrote to reach the log the kubelet serves (a log detector's control line)
 	// PolicyRestore bounds the wait, after a spec removed its policy, until
 	// a probe shows the base behaviour again (the next spec's precondition).
 	PolicyRestore time.Duration
@@ -70,6 +76,7 @@ func Default() Timeouts {
 		NetPolSettle:     10 * time.Second,
 		Cleanup:          3 * time.Minute,
 		ServiceReady:     60 * time.Second,
+		ServicesSynced:   20 * time.Minute,
 		Quiet:            3 * time.Minute,
 		ProxySync:        2 * time.Second,
 		GatewayReady:     3 * time.Minute,
