@@ -36,3 +36,19 @@ func TestParseSyncTotalsOfARealKubeProxy(t *testing.T) {
 		t.Error("a text without the histogram was read")
 	}
 }
+
+// The IPv4 nat table's count of the real kube-proxy above, not the filter
+// table's nor IPv6's beside it.
+func TestParseNATRulesOfARealKubeProxy(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("testdata", "kube-proxy-metrics.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := ParseNATRules(strings.NewReader(string(raw)))
+	if err != nil || !strings.Contains(string(raw), RulesMetric+`{ip_family="IPv4",table="nat"} `+strconv.FormatInt(n, 10)) || n <= 5 {
+		t.Errorf("nat rules %d, %v", n, err)
+	}
+	if _, err := ParseNATRules(strings.NewReader(SyncMetric + "_count{ip_family=\"IPv4\"} 3\n")); err == nil {
+		t.Error("a text without the gauge was read")
+	}
+}

@@ -107,10 +107,11 @@ func timeEndpointChanges(ctx context.Context, r *spec.Run) (out EndpointTiming, 
 		return err
 	}
 	readSyncs := func() (kubeproxymode.SyncTotals, bool) {
-		if r.Env.Config.Provider != "local" || out.KubeProxy.MetricsBindAddress == "" {
+		addr, ok := localKubeProxyMetrics(ctx, r)
+		if !ok {
 			return kubeproxymode.SyncTotals{}, false
 		}
-		t, err := kubeproxymode.ReadSyncTotals(ctx, out.KubeProxy.MetricsBindAddress)
+		t, err := kubeproxymode.ReadSyncTotals(ctx, addr)
 		if err != nil {
 			r.Logf("kube-proxy's sync metrics: %v", err)
 			return t, false

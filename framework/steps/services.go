@@ -16,6 +16,7 @@ import (
 	"github.com/meshclaims/meshclaims/fixtures"
 	wp "github.com/meshclaims/meshclaims/fixtures/workload/probe"
 	"github.com/meshclaims/meshclaims/framework/claims"
+	"github.com/meshclaims/meshclaims/framework/kubeproxymode"
 	"github.com/meshclaims/meshclaims/framework/probe"
 	"github.com/meshclaims/meshclaims/framework/spec"
 	"github.com/meshclaims/meshclaims/framework/stats"
@@ -51,7 +52,7 @@ func ServiceReadiness(ctx context.Context, r *spec.Run) (verdict.Measurement, er
 		return verdict.Measurement{}, err
 	}
 	quiet := readingSeconds(quietReadings)
-	cleanup, err := createFillers(ctx, r, extra)
+	cleanup, rules, err := createFillers(ctx, r, extra)
 	defer cleanup()
 	if err != nil {
 		return verdict.Measurement{}, err
@@ -69,9 +70,13 @@ func ServiceReadiness(ctx context.Context, r *spec.Run) (verdict.Measurement, er
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
-	return verdict.Measurement{Value: verdict.Float64(q), At: &claims.AtScale{Services: int64(extra), Value: l}, Extra: map[string]float64{
+	out := verdict.Measurement{Value: verdict.Float64(q), At: &claims.AtScale{Services: int64(extra), Value: l}, Extra: map[string]float64{
 		"median_s_with_0": q, fmt.Sprintf("median_s_with_%d", extra): l, "extra_services": float64(extra),
-	}}, nil
+	}}
+	if rules > 0 {
+		out.Extra[fmt.Sprintf("kube_proxy_nat_rules_with_%d", extra)] = float64(rules)
+	}
+	return out, nil
 }
 
 // ServiceReading is one Service's time to answer and how the in-pod probe
@@ -159,11 +164,26 @@ func fillerCount(r *spec.Run) int {
 // Service with no endpoints would bring almost none), and waits until the
 // last one answers: kube-proxy syncs all its rules at once, so then it has
 // written them all. cleanup deletes what was made, also after an error.
-func createFillers(ctx context.Context, r *spec.Run, n int) (cleanup func(), err error) {
+func createFillers(ctx context.Context, r *spec.Run, n int) (cleanup func(), natRules int64, err error) {
 	m, err := ClusterOf(r)
 	if err != nil {
-		return func() {}, err
+		return func() {}, 0, err
 	}
+	defer func() {
+		// HYBRID counted the NAT rules its Services brought (110,296 for
+		// 10,000); where kube-proxy's metrics are readable, so are ours.
+		if err != nil {
+			return
+		}
+		if addr, ok := localKubeProxyMetrics(ctx, r); ok {
+			if rules, rerr := kubeproxymode.ReadNATRules(ctx, addr); rerr == nil {
+				r.Logf("kube-proxy owns %d IPv4 nat rules with the %d extra Services", rules, n)
+				natRules = rules
+			} else {
+				r.Logf("kube-proxy's nat rule count: %v", rerr)
+			}
+		}
+	}()
 	t := Target(r)
 	r.Logf("creating %d extra Services", n)
 	// Created and deleted FillerWorkers at a time with one API call each
@@ -209,13 +229,13 @@ func createFillers(ctx context.Context, r *spec.Run, n int) (cleanup func(), err
 		})
 	}
 	if err := g.Wait(); err != nil {
-		return cleanup, err
+		return cleanup, 0, err
 	}
 	// made is in the order the creations completed: the last of it is the
 	// newest Service, whose rules come with or after everyone else's.
 	last, err := m.Kube.Client.CoreV1().Services(t.Namespace).Get(ctx, made[len(made)-1].Name, metav1.GetOptions{})
 	if err != nil {
-		return cleanup, err
+		return cleanup, 0, err
 	}
 	url := fmt.Sprintf("http://%s:%d/", last.Spec.ClusterIP, fixtures.EchoHTTPPort)
 	start := time.Now()
@@ -239,7 +259,7 @@ func createFillers(ctx context.Context, r *spec.Run, n int) (cleanup func(), err
 		}
 	})
 	r.Logf("the last of %d extra Services answered %s after it was created", n, time.Since(start).Round(time.Millisecond))
-	return cleanup, err
+	return cleanup, 0, err
 }
 
 // NewConnectionSamples is how many new connections kubeproxy.new-connection-growth
@@ -272,7 +292,7 @@ func NewConnectionGrowth(ctx context.Context, r *spec.Run) (verdict.Measurement,
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
-	cleanup, err := createFillers(ctx, r, n)
+	cleanup, rules, err := createFillers(ctx, r, n)
 	defer cleanup()
 	if err != nil {
 		return verdict.Measurement{}, err
@@ -281,7 +301,11 @@ func NewConnectionGrowth(ctx context.Context, r *spec.Run) (verdict.Measurement,
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
-	return JudgeNewConnectionGrowth(quiet, loaded, n)
+	out, err := JudgeNewConnectionGrowth(quiet, loaded, n)
+	if err == nil && rules > 0 {
+		out.Extra[fmt.Sprintf("kube_proxy_nat_rules_with_%d", n)] = float64(rules)
+	}
+	return out, err
 }
 
 // JudgeNewConnectionGrowth turns the batch means (ms) with none and with
@@ -353,4 +377,22 @@ func newConnectionBatches(ctx context.Context, r *spec.Run, url string, batches 
 		return nil
 	})
 	return out, err
+}
+
+// localKubeProxyMetrics is where the test host can read kube-proxy's
+// metrics: only on the local provider, whose node is this host (kubeadm's
+// and kind's kube-proxy serve them on the node's loopback).
+func localKubeProxyMetrics(ctx context.Context, r *spec.Run) (string, bool) {
+	if r.Env.Config.Provider != "local" {
+		return "", false
+	}
+	m, err := ClusterOf(r)
+	if err != nil {
+		return "", false
+	}
+	set, err := kubeproxymode.ReadSettings(ctx, m.Kube.Client)
+	if err != nil || set.MetricsBindAddress == "" {
+		return "", false
+	}
+	return set.MetricsBindAddress, true
 }
