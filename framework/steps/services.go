@@ -323,7 +323,15 @@ func JudgeNewConnectionGrowth(quiet, loaded []float64, n int) (verdict.Measureme
 	for i := range quiet {
 		runs[i] = loaded[i] - quiet[i]
 	}
-	q, l := mean(quiet), mean(loaded)
+	qs, err := stats.Summarize(quiet, verdict.Confidence)
+	if err != nil {
+		return verdict.Measurement{}, err
+	}
+	ls, err := stats.Summarize(loaded, verdict.Confidence)
+	if err != nil {
+		return verdict.Measurement{}, err
+	}
+	q, l := qs.Mean, ls.Mean
 	g := l - q
 	out := verdict.Measurement{Value: verdict.Float64(g), Runs: runs, Extra: map[string]float64{
 		"mean_ms_with_0": q, fmt.Sprintf("mean_ms_with_%d", n): l, "growth_share": g / q, "extra_services": float64(n),
@@ -341,14 +349,6 @@ var NeedDocumentedServices = spec.Need{Name: "documented-service-count", Selecti
 	}
 	return nil
 }}
-
-func mean(xs []float64) float64 {
-	s := 0.0
-	for _, x := range xs {
-		s += x
-	}
-	return s / float64(len(xs))
-}
 
 // newConnectionBatches times batches x wp.MaxProbes new connections to url
 // from the client pod (the probe's n=, each on a fresh connection) and
