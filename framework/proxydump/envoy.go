@@ -113,7 +113,7 @@ func EnvoyRBACPolicy(dump, ns, name string) (found bool, seen string, err error)
 	}
 	prefix := RBACPolicyPrefix(ns, name)
 	names := map[string]bool{}
-	for _, l := range section(cfgs, listenersDump) {
+	for _, l := range servingListeners(section(cfgs, listenersDump)) {
 		walk(l, func(o map[string]any) {
 			t, _ := o["@type"].(string)
 			if !contains(rbacTypes, t) {
@@ -338,4 +338,32 @@ func EnvoyFileAccessLog(dump, path string) (found bool, seen string, err error) 
 		})
 	}
 	return len(names) > 0, "listeners with a file access log to " + path + ": " + list(names), nil
+}
+
+// servingListeners are the listeners that take connections: static ones
+// and the active_state of dynamic ones. A dynamic listener's warming_state
+// (waiting for its dependencies) and draining_state are left out: a policy
+// only there is not yet (or no longer) enforced, so a wait that counted it
+// would let the next request meet the old listener.
+func servingListeners(dumps []map[string]any) []any {
+	var out []any
+	for _, d := range dumps {
+		for _, x := range asSlice(d["static_listeners"]) {
+			if m, ok := x.(map[string]any); ok {
+				out = append(out, m["listener"])
+			}
+		}
+		for _, x := range asSlice(d["dynamic_listeners"]) {
+			m, _ := x.(map[string]any)
+			if a, ok := m["active_state"].(map[string]any); ok {
+				out = append(out, a["listener"])
+			}
+		}
+	}
+	return out
+}
+
+func asSlice(v any) []any {
+	s, _ := v.([]any)
+	return s
 }

@@ -324,3 +324,17 @@ func TestEnvoyFileAccessLog(t *testing.T) {
 		t.Errorf("a sidecar without the Telemetry: %v %s %v", found, seen, err)
 	}
 }
+
+// A policy only in a listener's warming_state (Envoy's ListenersConfigDump
+// DynamicListener: the same DynamicListenerState shape as active_state,
+// not yet taking connections) is not carried; the same listener active is.
+func TestEnvoyRBACPolicyOnlyInServingListeners(t *testing.T) {
+	dump := strings.ReplaceAll(read(t, "sidecar_config_dump.json"), `"active_state"`, `"warming_state"`)
+	if found, seen, err := EnvoyRBACPolicy(dump, ns, "echo-allow-good"); err != nil || found {
+		t.Errorf("policy only in warming listeners: found=%v err=%v seen=%s", found, err, seen)
+	}
+	dump = strings.ReplaceAll(read(t, "sidecar_config_dump.json"), `"active_state"`, `"draining_state"`)
+	if found, _, err := EnvoyRBACPolicy(dump, ns, "echo-allow-good"); err != nil || found {
+		t.Errorf("policy only in draining listeners: found=%v err=%v", found, err)
+	}
+}
