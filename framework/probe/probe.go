@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"time"
@@ -128,20 +129,32 @@ func UntilVia(ctx context.Context, base, target string, want int, wait, timeout 
 func call(ctx context.Context, base string, q url.Values, limit time.Duration, out any) error {
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+wp.ProbePath+"?"+q.Encode(), nil)
+	resp, err := get(ctx, base, q)
 	if err != nil {
 		return err
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("probe handler at %s: %w", base, err)
-	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("probe handler at %s answered %s", base, resp.Status)
-	}
 	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
 		return fmt.Errorf("probe handler at %s: %w", base, err)
 	}
 	return nil
+}
+
+// get asks the probe handler at base with query q; an answer other than
+// 200 is an error carrying the start of its body (the handler's reason).
+func get(ctx context.Context, base string, q url.Values) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+wp.ProbePath+"?"+q.Encode(), nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("probe handler at %s: %w", base, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return nil, fmt.Errorf("probe handler at %s answered %s: %s", base, resp.Status, b)
+	}
+	return resp, nil
 }

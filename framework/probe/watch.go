@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"net/url"
 	"time"
 
@@ -27,19 +25,11 @@ func WatchVia(ctx context.Context, base, target string, timeout, wait time.Durat
 	ctx, cancel := context.WithTimeout(ctx, wait+10*time.Second)
 	defer cancel()
 	q := url.Values{"url": {target}, "timeout": {timeout.String()}, "watch": {wait.String()}, "changes": {fmt.Sprint(changes)}}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+wp.ProbePath+"?"+q.Encode(), nil)
+	resp, err := get(ctx, base, q)
 	if err != nil {
 		return err
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("probe handler at %s: %w", base, err)
-	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return fmt.Errorf("probe handler at %s answered %s: %s", base, resp.Status, b)
-	}
 	lines := bufio.NewScanner(resp.Body)
 	for lines.Scan() {
 		var c wp.Change
