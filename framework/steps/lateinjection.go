@@ -64,17 +64,7 @@ func LateInjection(ctx context.Context, r *spec.Run) (verdict.Measurement, error
 	if err != nil {
 		return verdict.Measurement{}, fmt.Errorf("the pod started before the label, %s: %w", before.Name, err)
 	}
-	d, err := deployment.New(m.Kube.Client, t.Namespace, echo.Name)
-	if err != nil {
-		return verdict.Measurement{}, err
-	}
-	if err := d.Restart(ctx); err != nil {
-		return verdict.Measurement{}, err
-	}
-	if err := d.WaitComplete(ctx, timeouts.RolloutComplete); err != nil {
-		return verdict.Measurement{}, err
-	}
-	restarted, err := onlyPod(ctx, r, t.Namespace, fixtures.EchoName, before.UID)
+	restarted, err := restartedPod(ctx, r, t.Namespace, echo.Name, before.UID)
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
@@ -137,4 +127,25 @@ func JudgeLateInjection(before, again, created, restarted *corev1.Pod) (verdict.
 		out = "restarted pod not injected"
 	}
 	return verdict.Measurement{Outcome: out, Detail: detail}, nil
+}
+
+// restartedPod restarts Deployment name (kubectl rollout restart), waits
+// for the rollout and returns its one pod, which must not be the pod with
+// UID old.
+func restartedPod(ctx context.Context, r *spec.Run, ns, name string, old types.UID) (*corev1.Pod, error) {
+	m, err := ClusterOf(r)
+	if err != nil {
+		return nil, err
+	}
+	d, err := deployment.New(m.Kube.Client, ns, name)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.Restart(ctx); err != nil {
+		return nil, err
+	}
+	if err := d.WaitComplete(ctx, r.Env.Config.Timeouts.RolloutComplete); err != nil {
+		return nil, err
+	}
+	return onlyPod(ctx, r, ns, name, old)
 }

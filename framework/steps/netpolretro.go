@@ -18,7 +18,6 @@ import (
 	"github.com/meshclaims/meshclaims/framework/converge"
 	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/probe"
-	"github.com/meshclaims/meshclaims/framework/rollout/deployment"
 	"github.com/meshclaims/meshclaims/framework/spec"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 	"github.com/meshclaims/meshclaims/framework/vpccni"
@@ -204,17 +203,7 @@ func NetPolRetroWith(ctx context.Context, r *spec.Run, enable EnforcementSwitch)
 	if err != nil {
 		return verdict.Measurement{}, fmt.Errorf("the pod that ran before enforcement, %s: %w", before.Name, err)
 	}
-	d, err := deployment.New(m.Kube.Client, t.Namespace, echo.Name)
-	if err != nil {
-		return verdict.Measurement{}, err
-	}
-	if err := d.Restart(ctx); err != nil {
-		return verdict.Measurement{}, err
-	}
-	if err := d.WaitComplete(ctx, timeouts.RolloutComplete); err != nil {
-		return verdict.Measurement{}, err
-	}
-	recreated, err := onlyPod(ctx, r, t.Namespace, fixtures.EchoName, before.UID)
+	recreated, err := restartedPod(ctx, r, t.Namespace, echo.Name, before.UID)
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
