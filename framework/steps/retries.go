@@ -6,11 +6,10 @@ import (
 	"net/url"
 	"regexp"
 	"sort"
-	"strconv"
-	"strings"
 
 	"github.com/meshclaims/meshclaims/fixtures"
 	"github.com/meshclaims/meshclaims/framework/mode"
+	"github.com/meshclaims/meshclaims/framework/proxydump"
 	"github.com/meshclaims/meshclaims/framework/spec"
 )
 
@@ -64,25 +63,6 @@ func (p RetryProxy) Counter() string {
 	return "cluster." + p.Cluster + StatPrefixDelimiter + "." + fixtures.RetryCounterSuffix
 }
 
-// EnvoyStat finds stat name in Envoy's admin /stats text output, one
-// "name: value" line per counter or gauge (histograms and text readouts have
-// other values and are skipped unless named). found is false when the proxy
-// has no such stat: not in its stats matcher, or no such cluster.
-func EnvoyStat(text, name string) (value uint64, found bool, err error) {
-	for _, line := range strings.Split(text, "\n") {
-		k, v, ok := strings.Cut(strings.TrimRight(line, "\r"), ": ")
-		if !ok || k != name {
-			continue
-		}
-		n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
-		if err != nil {
-			return 0, true, fmt.Errorf("stat %s: value %q is not a counter", name, v)
-		}
-		return n, true, nil
-	}
-	return 0, false, nil
-}
-
 // RetryCounts reads p's retry counter on each of its pods in ns (pod name ->
 // count). A pod without the counter is an error that says why it can lack it.
 func RetryCounts(ctx context.Context, r *spec.Run, p RetryProxy) (map[string]uint64, error) {
@@ -104,7 +84,7 @@ func RetryCounts(ctx context.Context, r *spec.Run, p RetryProxy) (map[string]uin
 		if err != nil {
 			return nil, err
 		}
-		n, found, err := EnvoyStat(text, p.Counter())
+		n, found, err := proxydump.EnvoyStat(text, p.Counter())
 		if err != nil {
 			return nil, fmt.Errorf("%s %s: %w", p.What, pod.Name, err)
 		}

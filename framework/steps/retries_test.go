@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/meshclaims/meshclaims/framework/mode"
+	"github.com/meshclaims/meshclaims/framework/proxydump"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
 
@@ -47,47 +48,27 @@ func TestRetryCounterOnEachProxy(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		n, found, err := EnvoyStat(c.text, p.Counter())
+		n, found, err := proxydump.EnvoyStat(c.text, p.Counter())
 		if err != nil || !found || n != c.want {
 			t.Errorf("%s %s: %d found=%v %v, want %d", c.m, p.Counter(), n, found, err, c.want)
 		}
 	}
 	// Negative control: the name without pilot's delimiter, which a
 	// reader of Envoy's own docs would expect, is absent from a real dump.
-	if _, found, _ := EnvoyStat(sidecarStats, "cluster.outbound|8080||order.meshclaims-sidecar.svc.cluster.local.upstream_rq_retry"); found {
+	if _, found, _ := proxydump.EnvoyStat(sidecarStats, "cluster.outbound|8080||order.meshclaims-sidecar.svc.cluster.local.upstream_rq_retry"); found {
 		t.Error("an undelimited cluster stat name matched Istio's delimited names")
 	}
 	// The sidecar's counter is not the waypoint's, nor another namespace's.
 	p, _ := RetryProxyOf(mode.Sidecar, mode.Sidecar.Namespace())
-	if _, found, _ := EnvoyStat(waypointStats, p.Counter()); found {
+	if _, found, _ := proxydump.EnvoyStat(waypointStats, p.Counter()); found {
 		t.Error("sidecar counter found in the waypoint's stats")
 	}
 	other, _ := RetryProxyOf(mode.Sidecar, "meshclaims-other")
-	if _, found, _ := EnvoyStat(sidecarStats, other.Counter()); found {
+	if _, found, _ := proxydump.EnvoyStat(sidecarStats, other.Counter()); found {
 		t.Error("another namespace's order counter found")
 	}
 	if _, err := RetryProxyOf(mode.AmbientL4, mode.AmbientL4.Namespace()); err == nil || !strings.Contains(err.Error(), "accepted: sidecar, ambient-l7") {
 		t.Errorf("ambient-l4 has no retrying Envoy: %v", err)
-	}
-}
-
-func TestEnvoyStatShapes(t *testing.T) {
-	const name = "cluster.outbound|8080||order.ns.svc.cluster.local;.upstream_rq_retry"
-	// Not counted (stats matcher drops it): absent, not zero.
-	if _, found, err := EnvoyStat("cluster.xds-grpc;.upstream_rq_retry: 0\n", name); found || err != nil {
-		t.Errorf("absent counter: found=%v %v", found, err)
-	}
-	// A prefix of a longer stat is not the stat.
-	if _, found, _ := EnvoyStat(name+"_success: 4\n", name); found {
-		t.Error("upstream_rq_retry_success taken for upstream_rq_retry")
-	}
-	// Histogram lines have no single value; one named like the counter is an error, not 0.
-	if _, _, err := EnvoyStat(name+": P0(nan,0) P25(nan,0) P50(nan,0)\n", name); err == nil {
-		t.Error("a histogram value read as a counter")
-	}
-	// CRLF line ends still parse.
-	if n, found, err := EnvoyStat("x: 1\r\n"+name+": 3\r\n", name); n != 3 || !found || err != nil {
-		t.Errorf("CRLF: %d %v %v", n, found, err)
 	}
 }
 

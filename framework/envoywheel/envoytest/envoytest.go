@@ -48,56 +48,95 @@ static_resources:
               "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router
 `
 
+// Envoy is a real Envoy process started by Start, with its admin address.
+type Envoy struct {
+	Admin  string
+	log    *strings.Builder
+	exited chan error
+}
+
+// Start runs command (an Envoy binary, optionally after a loader prefix)
+// with the bootstrap YAML config and extra arguments, and returns once it
+// serves its admin endpoint; the process is killed when t ends.
+func Start(t testing.TB, config string, extra []string, command ...string) *Envoy {
+	t.Helper()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "envoy.yaml")
+	if err := os.WriteFile(cfg, []byte(config), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	adminFile := filepath.Join(dir, "admin-address")
+	args := append(append([]string(nil), command[1:]...), "-c", cfg, "--concurrency", "1", "--disable-hot-restart",
+		"--log-level", "warn", "--admin-address-path", adminFile)
+	cmd := exec.Command(command[0], append(args, extra...)...)
+	e := &Envoy{log: &strings.Builder{}, exited: make(chan error, 1)}
+	cmd.Stdout, cmd.Stderr = e.log, e.log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { e.exited <- cmd.Wait() }()
+	t.Cleanup(func() { _ = cmd.Process.Kill(); err := <-e.exited; e.exited <- err })
+	// Envoy writes its admin address once it listens.
+	e.await(t, "its admin address", func() bool {
+		if b, err := os.ReadFile(adminFile); err == nil {
+			e.Admin = strings.TrimSpace(string(b))
+		}
+		return e.Admin != ""
+	})
+	return e
+}
+
+// await polls ready until it holds, failing t when Envoy exits or
+// Timeouts.ProxyStart passes. It waits for Envoy to be up, never for an
+// answer a test checks.
+func (e *Envoy) await(t testing.TB, what string, ready func() bool) {
+	t.Helper()
+	limit := config.DefaultTimeouts().ProxyStart
+	deadline := time.Now().Add(limit)
+	for !ready() {
+		select {
+		case err := <-e.exited:
+			e.exited <- err
+			t.Fatalf("envoy exited (%v): %s", err, e.log.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("envoy did not serve %s within %s (admin %q): %s", what, limit, e.Admin, e.log.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// ListenerPort waits until listener name is bound and returns its port.
+func (e *Envoy) ListenerPort(t testing.TB, name string) int {
+	t.Helper()
+	port := 0
+	e.await(t, "bound listener "+name, func() bool { port = listenerPort(e.Admin, name); return port != 0 })
+	return port
+}
+
+// AdminGet reads path from the admin endpoint.
+func (e *Envoy) AdminGet(t testing.TB, path string) string {
+	t.Helper()
+	resp, err := http.Get("http://" + e.Admin + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("admin %s: %d %v: %s", path, resp.StatusCode, err, b)
+	}
+	return string(b)
+}
+
 // ServesHello starts command (an Envoy binary, optionally after a loader
 // prefix) with StaticConfig and checks a GET /hello gets the route's 200
 // with Envoy's server header, and GET /nothing Envoy's 404 (the negative
 // control: the 200 came from the route, not from anything that answers).
 func ServesHello(t testing.TB, command ...string) {
 	t.Helper()
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "envoy.yaml")
-	if err := os.WriteFile(cfg, []byte(StaticConfig), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	adminFile := filepath.Join(dir, "admin-address")
-	args := append(append([]string(nil), command[1:]...), "-c", cfg, "--concurrency", "1", "--disable-hot-restart",
-		"--log-level", "warn", "--admin-address-path", adminFile)
-	cmd := exec.Command(command[0], args...)
-	var log strings.Builder
-	cmd.Stdout, cmd.Stderr = &log, &log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
-
-	// Envoy writes its admin address once it listens; the listener's port
-	// is then read from the admin endpoint. This waits for Envoy to be up,
-	// not for the answer checked below.
-	limit := config.DefaultTimeouts().ProxyStart
-	deadline := time.Now().Add(limit)
-	admin, port := "", 0
-	for port == 0 {
-		select {
-		case err := <-exited:
-			exited <- err
-			t.Fatalf("envoy exited (%v): %s", err, log.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("envoy listed no bound listener hello within %s (admin %q): %s", limit, admin, log.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-		if admin == "" {
-			if b, err := os.ReadFile(adminFile); err == nil {
-				admin = strings.TrimSpace(string(b))
-			}
-			continue
-		}
-		port = listenerPort(admin, "hello")
-	}
-
+	port := Start(t, StaticConfig, nil, command...).ListenerPort(t, "hello")
 	get := func(path string) (int, string, string) {
 		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d%s", port, path))
 		if err != nil {
