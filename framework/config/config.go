@@ -144,6 +144,7 @@ func Register(fs *flag.FlagSet) *Config {
 	fs.StringVar(&c.FailOn, "fail-on", FailOnNotReproduced, "what fails a spec: "+FailOnNotReproduced+" (any verdict but reproduced/recorded), "+FailOnRequirement+" (a requirement claim not reproduced, or an error; measurements reported) or "+FailOnError+" (only a measurement that could not be made or a missing precondition; verdicts still reported)")
 	fs.IntVar(&c.EvidenceMax, "evidence-max", 20, "collect evidence (events, logs, proxy and istiod debug dumps) for at most this many specs whose verdict is not reproduced; 0 = none")
 	fs.DurationVar(&c.Timeouts.ConfigPushed, "config-pushed-timeout", c.Timeouts.ConfigPushed, "limit for the proxies' admin dumps (or kube-router's rules) to carry an applied policy")
+	fs.DurationVar(&c.Timeouts.FilterChainDrain, "filter-chain-drain-timeout", c.Timeouts.FilterChainDrain, "limit, after an Envoy carries an AuthorizationPolicy, for its filter chains from before it to drain (must exceed Istio's drainDuration, 45 s by default)")
 	fs.DurationVar(&c.Timeouts.RolloutComplete, "rollout-timeout", c.Timeouts.RolloutComplete, "limit for one rollout to complete (GUIDE: 60s)")
 	fs.DurationVar(&c.Timeouts.WorkloadsReady, "ready-timeout", c.Timeouts.WorkloadsReady, "limit for a mode's workloads to become ready")
 	registerImageFlags(fs, c)
@@ -177,6 +178,9 @@ func (c *Config) Validate(repoRoot string, now time.Time) error {
 	}
 	if c.Timeouts.ConfigPushed < c.Timeouts.ConvergePoll || c.Timeouts.ConvergePoll <= 0 || c.Timeouts.ConvergeTimes < 1 {
 		bad("-config-pushed-timeout=%s must be at least the poll interval %s (and the wait needs >= 1 consecutive read, got %d)", c.Timeouts.ConfigPushed, c.Timeouts.ConvergePoll, c.Timeouts.ConvergeTimes)
+	}
+	if c.Timeouts.FilterChainDrain < c.Timeouts.ConvergePoll {
+		bad("-filter-chain-drain-timeout=%s must be at least the poll interval %s (and above Istio's drainDuration, 45 s by default)", c.Timeouts.FilterChainDrain, c.Timeouts.ConvergePoll)
 	}
 	if !versionPattern.MatchString(c.IstioVersion) {
 		bad("-istio-version=%q is not a version like 1.30.2", c.IstioVersion)

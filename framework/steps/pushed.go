@@ -73,8 +73,53 @@ func await(ctx context.Context, r *spec.Run, present bool, objs []client.Object)
 		if err != nil {
 			return err
 		}
+		if what, cond := drainedCondition(m, obj, present); cond != nil {
+			p := pushPolicy(r)
+			p.Limit = r.Env.Config.Timeouts.FilterChainDrain
+			w, err := converge.Until(ctx, p, what, cond)
+			r.AddWait(w)
+			if err != nil {
+				return fmt.Errorf("%w (Envoy keeps a changed filter chain for connections accepted before the change until its drain time, Istio's proxyConfig.drainDuration, 45 s by default; a longer drainDuration needs -filter-chain-drain-timeout above it)", err)
+			}
+		}
 	}
 	return nil
+}
+
+// drainedCondition is, for an AuthorizationPolicy an Envoy enforces (echo's
+// sidecars, the waypoint), the wait after its RBAC filter is carried until
+// that Envoy holds no draining filter chains. Adding the filter is a
+// filter-chain-only update: connections accepted before it stay on the old
+// chain, without the filter, until they close or the drain time passes
+// (framework/proxydump TestFilterChainUpdateServesOldConnectionsUntilDrained,
+// on a real Envoy). A client's sidecar pools its upstream connections, so a
+// client answered just before the policy (the previous spec's restore
+// probe) would be answered again on the same connection, and a denial
+// would be measured as allowed. The wait reads Envoy's listener manager
+// gauge, not traffic. nil when the object is not such a policy or is being
+// removed (the restore probe after a removal polls for the base outcome).
+func drainedCondition(m *spec.Cluster, obj client.Object, present bool) (string, converge.Condition) {
+	ns, name, kind := obj.GetNamespace(), obj.GetName(), kindOf(obj)
+	if kind != "AuthorizationPolicy" || !present {
+		return "", nil
+	}
+	var who, selector string
+	switch md := modeOfNamespace(ns); {
+	case md == mode.Sidecar:
+		who, selector = "echo's sidecars", fixtures.LabelApp+"="+fixtures.EchoName
+	case md == mode.AmbientL7 && targetsService(obj):
+		who, selector = "the waypoint's Envoy", LabelGatewayName+"="+fixtures.WaypointName
+	default:
+		return "", nil
+	}
+	return fmt.Sprintf("%s to hold no filter chain from before AuthorizationPolicy %s/%s (%s 0): every connection is then accepted under the policy", who, ns, name, proxydump.FilterChainsDraining),
+		envoyEachAt(m.Kube, ns, selector, proxydump.FilterChainsDrainingPath, true, func(stats string) (bool, string, error) {
+			n, err := proxydump.EnvoyFilterChainsDraining(stats)
+			if err != nil {
+				return false, "", err
+			}
+			return n == 0, fmt.Sprintf("%d filter chain(s) draining", n), nil
+		})
 }
 
 // kindOf is obj's kind: from TypeMeta (the fixtures set it) or, for a typed
@@ -261,6 +306,12 @@ func drClusters(ns, name string, present bool, mutual *bool) func(string) (bool,
 // envoyEach holds when every ready pod matching selector has an Envoy
 // config_dump for which check returns want.
 func envoyEach(k *kube.Cluster, ns, selector string, want bool, check func(string) (bool, string, error)) converge.Condition {
+	return envoyEachAt(k, ns, selector, "/config_dump", want, check)
+}
+
+// envoyEachAt holds when every ready pod matching selector answers admin
+// path with a text for which check returns want.
+func envoyEachAt(k *kube.Cluster, ns, selector, path string, want bool, check func(string) (bool, string, error)) converge.Condition {
 	return func(ctx context.Context) (bool, string, error) {
 		pods, err := k.ReadyPods(ctx, ns, selector)
 		if err != nil {
@@ -271,7 +322,7 @@ func envoyEach(k *kube.Cluster, ns, selector string, want bool, check func(strin
 		}
 		var seen []string
 		for _, p := range pods {
-			dump, err := k.AdminGet(ctx, ns, p.Name, "/config_dump")
+			dump, err := k.AdminGet(ctx, ns, p.Name, path)
 			if err != nil {
 				return false, "", err
 			}

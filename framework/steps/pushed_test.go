@@ -90,6 +90,37 @@ func TestPushedConditionChoosesTheEnforcer(t *testing.T) {
 	}
 }
 
+// Which AuthorizationPolicy applications also wait for the Envoy that
+// enforces them to drain its filter chains from before: the sidecar and
+// waypoint Envoys (an in-place filter chain update), not ztunnel, not a
+// removal, not other kinds.
+func TestDrainedConditionOnlyForEnvoyEnforcedPolicies(t *testing.T) {
+	cases := []struct {
+		md      mode.Mode
+		obj     func(fixtures.Target) client.Object
+		present bool
+		want    string // in what; "" = no drain wait
+	}{
+		{mode.Sidecar, func(t fixtures.Target) client.Object { return fixtures.AuthzAllowGood(t) }, true, "echo's sidecars to hold no filter chain from before AuthorizationPolicy meshclaims-sidecar/echo-allow-good (listener_manager.total_filter_chains_draining 0)"},
+		{mode.Sidecar, func(t fixtures.Target) client.Object { return fixtures.AuthzAllowGood(t) }, false, ""},
+		{mode.AmbientL7, func(t fixtures.Target) client.Object { return fixtures.AuthzAllowGoodWaypoint(t) }, true, "the waypoint's Envoy to hold no filter chain from before AuthorizationPolicy meshclaims-ambient-l7/echo-allow-good-waypoint"},
+		{mode.AmbientL7, func(t fixtures.Target) client.Object { return fixtures.AuthzAllowGood(t) }, true, ""},
+		{mode.AmbientL4, func(t fixtures.Target) client.Object { return fixtures.AuthzAllowGood(t) }, true, ""},
+		{mode.Sidecar, func(t fixtures.Target) client.Object { return fixtures.PeerAuthPortPermissive(t) }, true, ""},
+		{mode.Sidecar, func(t fixtures.Target) client.Object { return fixtures.EchoRetries(t) }, true, ""},
+	}
+	for _, c := range cases {
+		obj := c.obj(fixtures.Target{Namespace: c.md.Namespace(), Run: "t"})
+		what, cond := drainedCondition(&spec.Cluster{}, obj, c.present)
+		switch {
+		case c.want == "" && cond != nil:
+			t.Errorf("%s %s/%s present=%v: unexpected drain wait %q", c.md, kindOf(obj), obj.GetName(), c.present, what)
+		case c.want != "" && (cond == nil || !strings.Contains(what, c.want)):
+			t.Errorf("%s %s/%s present=%v: what = %q (cond %v), want %q", c.md, kindOf(obj), obj.GetName(), c.present, what, cond != nil, c.want)
+		}
+	}
+}
+
 // On a real API server, with the local provider's iptables replaced by
 // kube-router output captured in its shape: the wait ends once the rules
 // for every selected pod exist and records how long it took; the negative

@@ -42,6 +42,11 @@ type Timeouts struct {
 	ConfigPushed  time.Duration
 	ConvergePoll  time.Duration
 	ConvergeTimes int
+	// FilterChainDrain bounds the wait, after an Envoy carries a new
+	// AuthorizationPolicy, until it holds no filter chain from before it:
+	// connections accepted earlier keep the old chain until Envoy's drain
+	// time (Istio's proxyConfig.drainDuration, 45 s by default) passes.
+	FilterChainDrain time.Duration
 	// SummaryPoll is how often a kubelet's Summary API is read during a
 	// load (resources.proxy-footprint): the kubelet refreshes container
 	// stats every 10-15 s, so reading at 5 s misses none of its readings.
@@ -86,6 +91,7 @@ func Default() Timeouts {
 		ConfigPushed:     60 * time.Second,
 		ConvergePoll:     time.Second,
 		ConvergeTimes:    3,
+		FilterChainDrain: 2 * time.Minute,
 		SummaryPoll:      5 * time.Second,
 		VMRun:            3 * time.Minute,
 		VMQuiet:          2 * time.Minute,
