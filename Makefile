@@ -121,8 +121,8 @@ local-deps: ## install the Debian packages the local provider runs (root)
 # The disposable VM conntrack.table-full measures in (framework/umlvm):
 # Debian's user-mode-linux, installed when missing (root). make test needs
 # it: the VM tests run there (MESHCLAIMS_REQUIRE_VM=1), about 1 min.
-vm-deps: ## install Debian's user-mode-linux for the disposable-VM tests (root; 41 MB)
-	bash hack/install-vm-packages.sh
+vm-deps: ## install Debian's user-mode-linux for the disposable-VM tests (root; 41 MB; on an AMX host also sid's under bin/uml, 39 MB)
+	bash hack/install-vm-packages.sh $(BIN)/uml
 
 kube-router: $(BIN)/kube-router/kube-router ## build kube-router (NetworkPolicy for the local provider)
 $(BIN)/kube-router/kube-router: cmd/kube-router/go.mod cmd/kube-router/go.sum

@@ -20,6 +20,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/meshclaims/meshclaims/framework/repo"
 )
 
 // Binary is the kernel Debian's user-mode-linux package installs.
@@ -35,6 +37,13 @@ const Package = "user-mode-linux"
 // modules are not installed: the VM layer is not on this machine.
 var ErrMissing = errors.New("the User-Mode Linux layer is not installed")
 
+// LocalRoot is where make vm-deps unpacks Debian sid's user-mode-linux,
+// relative to the repository, on a host whose CPU the system's cannot run
+// on: with AMX, bookworm's 6.1 (and trixie's 6.12) fail "ptrace set fp
+// regs failed, errno = 14" as they start init; sid's 7.2 boots
+// (hack/install-vm-packages.sh).
+const LocalRoot = "bin/uml/root"
+
 // Kernel is an installed UML kernel.
 type Kernel struct {
 	Path string // the kernel binary
@@ -42,16 +51,37 @@ type Kernel struct {
 	// directory, and Modules that directory.
 	Release string
 	Modules string
+	// From says which Debian package it is: "user-mode-linux", or sid's
+	// under LocalRoot.
+	From string
 }
 
 // String is what reports name as the layer: "User-Mode Linux 6.1.176 (Debian user-mode-linux, /usr/bin/linux.uml)".
 func (k Kernel) String() string {
-	return fmt.Sprintf("User-Mode Linux %s (Debian %s, %s)", k.Release, Package, k.Path)
+	return fmt.Sprintf("User-Mode Linux %s (Debian %s, %s)", k.Release, k.From, k.Path)
 }
 
-// Find locates the UML kernel on PATH and its modules under ModulesRoot.
+// Find locates the UML kernel: sid's under LocalRoot when make vm-deps put
+// it there, else the system's on PATH, with its modules under ModulesRoot.
 func Find() (Kernel, error) {
+	if root, err := repo.Root(); err == nil {
+		if k, ok, err := findLocal(filepath.Join(root, LocalRoot)); ok {
+			return k, err
+		}
+	}
 	return find(exec.LookPath, ModulesRoot)
+}
+
+// findLocal finds a kernel unpacked under root (ok false when none is).
+func findLocal(root string) (Kernel, bool, error) {
+	bin := filepath.Join(root, "usr/bin", Binary)
+	if _, err := os.Stat(bin); err != nil {
+		return Kernel{}, false, nil
+	}
+	k, err := find(func(string) (string, error) { return bin, nil }, filepath.Join(root, strings.TrimPrefix(ModulesRoot, "/")))
+	pkgs, _ := os.ReadFile(filepath.Join(root, "PACKAGES"))
+	k.From = "sid " + Package + " under " + LocalRoot + " (" + strings.Join(strings.Fields(string(pkgs)), ", ") + ")"
+	return k, true, err
 }
 
 func find(look func(string) (string, error), modulesRoot string) (Kernel, error) {
@@ -69,7 +99,7 @@ func find(look func(string) (string, error), modulesRoot string) (Kernel, error)
 	if err != nil || len(releases) != 1 {
 		return Kernel{}, fmt.Errorf("%w: want one release directory of modules under %s beside %s, found %v (%v); reinstall %s", ErrMissing, modulesRoot, path, releases, err, Package)
 	}
-	return Kernel{Path: path, Release: releases[0], Modules: filepath.Join(modulesRoot, releases[0])}, nil
+	return Kernel{Path: path, Release: releases[0], Modules: filepath.Join(modulesRoot, releases[0]), From: Package}, nil
 }
 
 // Boot is one VM.

@@ -34,6 +34,29 @@ func TestFindNamesWhatToInstall(t *testing.T) {
 	}
 }
 
+// A kernel unpacked under LocalRoot is found with its modules and named as
+// sid's with the packages it came from; an empty root is not a kernel.
+func TestFindLocalNamesSidsPackage(t *testing.T) {
+	root := t.TempDir()
+	if _, ok, _ := findLocal(root); ok {
+		t.Fatal("an empty root taken for a kernel")
+	}
+	for _, d := range []string{"usr/bin", "usr/lib/uml/modules/7.2.7"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.WriteFile(filepath.Join(root, "usr/bin", Binary), nil, 0o755)
+	os.WriteFile(filepath.Join(root, "PACKAGES"), []byte("libc6_2.43-7_amd64.deb\nuser-mode-linux_7.2um1_amd64.deb\n"), 0o644)
+	k, ok, err := findLocal(root)
+	if !ok || err != nil || k.Release != "7.2.7" || k.Path != filepath.Join(root, "usr/bin", Binary) {
+		t.Fatalf("findLocal = %+v, %v, %v", k, ok, err)
+	}
+	if s := k.String(); !strings.Contains(s, "User-Mode Linux 7.2.7 (Debian sid user-mode-linux under bin/uml/root (libc6_2.43-7_amd64.deb, user-mode-linux_7.2um1_amd64.deb)") {
+		t.Errorf("String = %s", s)
+	}
+}
+
 func TestRunRejectsBadBoot(t *testing.T) {
 	k := Kernel{Path: "/bin/false"}
 	for _, b := range []Boot{
