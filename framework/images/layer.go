@@ -152,43 +152,50 @@ func gzipBytes(data []byte) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// imageConfig is what an image's config says besides its layer.
+// imageConfig is an ImageConfig after withDefaults and what Build or Pack
+// add to it.
 type imageConfig struct {
-	goarch     string
-	user       string // "uid:gid"
-	entrypoint []string
-	cmd        []string
-	env        []string
-	workingDir string
-	labels     map[string]string
-	created    time.Time
-	createdBy  string // the layer's history
-	comment    string
+	ImageConfig
+	user      string // "uid:gid"
+	createdBy string // the layer's history
+	comment   string
 }
 
 // buildConfig is the config of a Build image: a non-root static binary.
 func buildConfig(s Spec) imageConfig {
-	labels := map[string]string{LabelVersion: s.Version}
-	if s.Source != "" {
-		labels[LabelSource] = s.Source
-	}
-	if s.Revision != "" {
-		labels[LabelRevision] = s.Revision
-	}
-	for k, v := range s.Labels {
-		labels[k] = v
-	}
 	return imageConfig{
-		goarch: s.GOARCH, user: fmt.Sprintf("%d:%d", NonRootUID, NonRootGID),
-		entrypoint: s.Entrypoint, cmd: s.Cmd, env: s.Env, workingDir: s.WorkingDir,
-		labels: labels, created: s.Created,
+		ImageConfig: s.ImageConfig, user: fmt.Sprintf("%d:%d", NonRootUID, NonRootGID),
 		createdBy: "meshclaims images.Build " + s.MainPackage, comment: "static Go binary at " + s.BinaryPath,
 	}
 }
 
-// assemble builds the OCI image: one layer on empty.Image, and its config.
-func assemble(c imageConfig, entries []layerEntry) (v1.Image, error) {
-	raw, err := layerTar(entries, c.created)
+// assembled is an OCI image and its two identities (see Image.Digest and
+// Image.ConfigDigest).
+type assembled struct {
+	image                v1.Image
+	digest, configDigest v1.Hash
+}
+
+// assemble builds the OCI image (one layer on empty.Image, and its config)
+// and computes its digests.
+func assemble(c imageConfig, entries []layerEntry) (assembled, error) {
+	img, err := assembleImage(c, entries)
+	if err != nil {
+		return assembled{}, err
+	}
+	digest, err := img.Digest()
+	if err != nil {
+		return assembled{}, fmt.Errorf("digest: %w", err)
+	}
+	configDigest, err := img.ConfigName()
+	if err != nil {
+		return assembled{}, fmt.Errorf("config digest: %w", err)
+	}
+	return assembled{image: img, digest: digest, configDigest: configDigest}, nil
+}
+
+func assembleImage(c imageConfig, entries []layerEntry) (v1.Image, error) {
+	raw, err := layerTar(entries, c.Created)
 	if err != nil {
 		return nil, err
 	}
@@ -204,7 +211,7 @@ func assemble(c imageConfig, entries []layerEntry) (v1.Image, error) {
 	}
 
 	base := mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), types.OCIConfigJSON)
-	created := v1.Time{Time: c.created}
+	created := v1.Time{Time: c.Created}
 	img, err := mutate.Append(base, mutate.Addendum{
 		Layer:     layer,
 		History:   v1.History{Created: created, CreatedBy: c.createdBy, Comment: c.comment},
@@ -219,13 +226,13 @@ func assemble(c imageConfig, entries []layerEntry) (v1.Image, error) {
 	}
 	cfg = cfg.DeepCopy()
 	cfg.OS = "linux"
-	cfg.Architecture = c.goarch
+	cfg.Architecture = c.GOARCH
 	cfg.Created = created
 	cfg.Config.User = c.user
-	cfg.Config.Entrypoint = append([]string(nil), c.entrypoint...)
-	cfg.Config.Cmd = append([]string(nil), c.cmd...)
-	cfg.Config.Env = append([]string(nil), c.env...)
-	cfg.Config.WorkingDir = c.workingDir
-	cfg.Config.Labels = c.labels
+	cfg.Config.Entrypoint = append([]string(nil), c.Entrypoint...)
+	cfg.Config.Cmd = append([]string(nil), c.Cmd...)
+	cfg.Config.Env = append([]string(nil), c.Env...)
+	cfg.Config.WorkingDir = c.WorkingDir
+	cfg.Config.Labels = c.labels()
 	return mutate.ConfigFile(img, cfg)
 }
