@@ -181,7 +181,7 @@ func (spec Spec) withDefaults() (Spec, error) {
 	}
 	seen := map[string]bool{s.BinaryPath: true}
 	for i, f := range s.ExtraFiles {
-		if err := checkImagePath(fmt.Sprintf("Spec.ExtraFiles[%d].Path", i), f.Path); err != nil {
+		if err := f.check(fmt.Sprintf("Spec.ExtraFiles[%d]", i)); err != nil {
 			return s, err
 		}
 		if slices.Contains(reservedPaths, f.Path) {
@@ -191,12 +191,6 @@ func (spec Spec) withDefaults() (Spec, error) {
 			return s, fmt.Errorf("images: Spec.ExtraFiles[%d].Path %q is given twice (or is the binary's path)", i, f.Path)
 		}
 		seen[f.Path] = true
-		if (f.Data == nil) == (f.SourcePath == "") {
-			return s, fmt.Errorf("images: Spec.ExtraFiles[%d] (%s) needs exactly one of Data and SourcePath", i, f.Path)
-		}
-		if f.Mode&^fs.ModePerm != 0 {
-			return s, fmt.Errorf("images: Spec.ExtraFiles[%d] (%s) has mode %v; accepted: permission bits only (e.g. 0755)", i, f.Path, f.Mode)
-		}
 	}
 	return s, nil
 }

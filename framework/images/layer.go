@@ -6,6 +6,7 @@ import (
 	"compress/gzip"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path"
 	"sort"
@@ -27,6 +28,45 @@ type layerEntry struct {
 	uid, gid int
 	data     []byte
 	link     string // symlink target; set for symbolic links only
+}
+
+// checkPerm accepts permission bits only: what (at p) may not be a device,
+// symlink or setuid file by way of its mode.
+func checkPerm(what, p string, mode fs.FileMode) error {
+	if mode&^fs.ModePerm != 0 {
+		return fmt.Errorf("images: %s (%s) has mode %v; accepted: permission bits only (e.g. 0755)", what, p, mode)
+	}
+	return nil
+}
+
+// check is what every File must be, in Spec.ExtraFiles as in
+// PackSpec.Files: a clean absolute path, exactly one of Data and SourcePath,
+// permission bits only. what names f in errors, e.g. "Spec.ExtraFiles[0]".
+func (f File) check(what string) error {
+	if err := checkImagePath(what+".Path", f.Path); err != nil {
+		return err
+	}
+	if (f.Data == nil) == (f.SourcePath == "") {
+		return fmt.Errorf("images: %s (%s) needs exactly one of Data and SourcePath", what, f.Path)
+	}
+	return checkPerm(what, f.Path, f.Mode)
+}
+
+// entry is f (checked) as a root-owned layer entry: its content read from
+// SourcePath when that is given, its mode 0644 unless f says otherwise.
+func (f File) entry(what string) (layerEntry, error) {
+	data := f.Data
+	if f.SourcePath != "" {
+		var err error
+		if data, err = os.ReadFile(f.SourcePath); err != nil {
+			return layerEntry{}, fmt.Errorf("images: %s (%s): reading SourcePath: %w", what, f.Path, err)
+		}
+	}
+	mode := int64(f.Mode.Perm())
+	if mode == 0 {
+		mode = 0o644
+	}
+	return layerEntry{path: f.Path, mode: mode, data: data}, nil
 }
 
 // passwd and group define root and the non-root user, so tools inside the
@@ -57,21 +97,14 @@ func layerFiles(s Spec, binary []byte) ([]layerEntry, error) {
 	add(layerEntry{path: "/etc/group", mode: 0o644, data: []byte(groupFile)})
 	add(layerEntry{path: s.BinaryPath, mode: 0o755, data: binary})
 	for i, f := range s.ExtraFiles {
-		data := f.Data
-		if f.SourcePath != "" {
-			var err error
-			if data, err = os.ReadFile(f.SourcePath); err != nil {
-				return nil, fmt.Errorf("images: Spec.ExtraFiles[%d] (%s): reading SourcePath: %w", i, f.Path, err)
-			}
-		}
-		mode := int64(f.Mode.Perm())
-		if mode == 0 {
-			mode = 0o644
+		e, err := f.entry(fmt.Sprintf("Spec.ExtraFiles[%d]", i))
+		if err != nil {
+			return nil, err
 		}
 		if existing, ok := byPath[f.Path]; ok && existing.dir {
 			return nil, fmt.Errorf("images: Spec.ExtraFiles[%d].Path %q is a directory of the image", i, f.Path)
 		}
-		add(layerEntry{path: f.Path, mode: mode, data: data})
+		add(e)
 	}
 	// A file whose path is the parent of another file cannot exist.
 	for p, e := range byPath {

@@ -186,27 +186,14 @@ func packEntries(s PackSpec) ([]layerEntry, error) {
 	}
 	for i, f := range s.Files {
 		what := fmt.Sprintf("PackSpec.Files[%d]", i)
-		if err := checkImagePath(what+".Path", f.Path); err != nil {
+		if err := f.check(what); err != nil {
 			return nil, err
 		}
-		if (f.Data == nil) == (f.SourcePath == "") {
-			return nil, fmt.Errorf("images: %s (%s) needs exactly one of Data and SourcePath", what, f.Path)
+		e, err := f.entry(what)
+		if err != nil {
+			return nil, err
 		}
-		if f.Mode&^fs.ModePerm != 0 {
-			return nil, fmt.Errorf("images: %s (%s) has mode %v; accepted: permission bits only (e.g. 0755)", what, f.Path, f.Mode)
-		}
-		data := f.Data
-		if f.SourcePath != "" {
-			var err error
-			if data, err = os.ReadFile(f.SourcePath); err != nil {
-				return nil, fmt.Errorf("images: %s (%s): %w", what, f.Path, err)
-			}
-		}
-		mode := int64(f.Mode.Perm())
-		if mode == 0 {
-			mode = 0o644
-		}
-		add(what, layerEntry{path: f.Path, mode: mode, data: data})
+		add(what, e)
 	}
 	for i, l := range s.Symlinks {
 		what := fmt.Sprintf("PackSpec.Symlinks[%d]", i)
@@ -223,8 +210,8 @@ func packEntries(s PackSpec) ([]layerEntry, error) {
 		if err := checkImagePath(what+".Path", d.Path); err != nil {
 			return nil, err
 		}
-		if d.Mode&^fs.ModePerm != 0 {
-			return nil, fmt.Errorf("images: %s (%s) has mode %v; accepted: permission bits only (e.g. 0755)", what, d.Path, d.Mode)
+		if err := checkPerm(what, d.Path, d.Mode); err != nil {
+			return nil, err
 		}
 		if s.User == (Account{}) {
 			return nil, fmt.Errorf("images: %s (%s) would be owned by root; Dirs are for PackSpec.User, which is not set", what, d.Path)
