@@ -7,6 +7,8 @@ import (
 	"os"
 	"sync"
 	"testing"
+
+	"k8s.io/client-go/kubernetes"
 )
 
 // EnvRequire, set to 1 (as `make test` does), turns "binaries not built" from
@@ -72,6 +74,18 @@ func ForTest(t testing.TB) *Server {
 		skipOrFail(t, shared.err)
 	}
 	return shared.srv
+}
+
+// ClientsetForTest is a clientset for ForTest's Server: what most tests of
+// code that reads or writes objects through client-go want, without each
+// repeating the server start and the client's construction.
+func ClientsetForTest(t testing.TB) *kubernetes.Clientset {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(ForTest(t).Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
 }
 
 // NewForTest always starts a Server of its own for t (stopped when t ends):

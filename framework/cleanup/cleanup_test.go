@@ -11,14 +11,13 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/meshclaims/meshclaims/fixtures"
 	"github.com/meshclaims/meshclaims/framework/apiserver"
 	"github.com/meshclaims/meshclaims/framework/apply"
 	"github.com/meshclaims/meshclaims/framework/cleanup"
+	"github.com/meshclaims/meshclaims/framework/cleanup/cleanuptest"
 	"github.com/meshclaims/meshclaims/framework/mode"
 )
 
@@ -56,35 +55,6 @@ func everything(t *testing.T, run string, modes ...mode.Mode) []client.Object {
 		}
 	}
 	return objs
-}
-
-// leftovers lists, independently of the Cleaner's discovery, every kind in
-// objs by the run label; namespaces count only if not being deleted.
-func leftovers(t *testing.T, c client.Client, run string, objs []client.Object) []string {
-	t.Helper()
-	kinds := map[schema.GroupVersionKind]bool{}
-	for _, o := range objs {
-		u, err := apply.ToUnstructured(o, apply.Scheme())
-		if err != nil {
-			t.Fatal(err)
-		}
-		kinds[u.GroupVersionKind()] = true
-	}
-	var left []string
-	for gvk := range kinds {
-		l := &unstructured.UnstructuredList{}
-		l.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-		if err := c.List(context.Background(), l, client.MatchingLabels{fixtures.LabelRun: run}); err != nil {
-			t.Fatalf("list %s: %v", gvk, err)
-		}
-		for _, it := range l.Items {
-			if gvk.Kind == "Namespace" && it.GetDeletionTimestamp() != nil {
-				continue // envtest: no namespace controller finishes it
-			}
-			left = append(left, gvk.Kind+" "+it.GetNamespace()+"/"+it.GetName())
-		}
-	}
-	return left
 }
 
 func newCleaner(t *testing.T, srv *apiserver.Server, run string, mod func(*cleanup.Options)) *cleanup.Cleaner {
@@ -143,7 +113,7 @@ func TestCleanupAfterHalfwayFailure(t *testing.T) {
 	if len(rep.Deleted) < len(objs)/2-1 || len(rep.Remaining) != 0 {
 		t.Errorf("deleted %d, remaining %v", len(rep.Deleted), rep.Remaining)
 	}
-	if left := leftovers(t, plain.Client(), run, objs); len(left) != 0 {
+	if left := cleanuptest.Left(t, plain.Client(), run, objs); len(left) != 0 {
 		t.Errorf("left behind: %v", left)
 	}
 	if err := plain.Client().Get(ctx, client.ObjectKey{Namespace: other.Namespace, Name: "keep"}, &corev1.ServiceAccount{}); err != nil {
@@ -171,7 +141,7 @@ func TestCleanupOnInterrupt(t *testing.T) {
 	if err := a.Apply(ctx, objs...); err != nil {
 		t.Fatal(err)
 	}
-	if left := leftovers(t, a.Client(), run, objs); len(left) != len(objs) {
+	if left := cleanuptest.Left(t, a.Client(), run, objs); len(left) != len(objs) {
 		t.Fatalf("detector blind: %d of %d applied objects found by label", len(left), len(objs))
 	}
 	c := newCleaner(t, srv, run, nil)
@@ -197,7 +167,7 @@ func TestCleanupOnInterrupt(t *testing.T) {
 	if len(got.rep.Deleted) != len(objs) {
 		t.Errorf("deleted %d of %d objects", len(got.rep.Deleted), len(objs))
 	}
-	if left := leftovers(t, a.Client(), run, objs); len(left) != 0 {
+	if left := cleanuptest.Left(t, a.Client(), run, objs); len(left) != 0 {
 		t.Errorf("left behind: %v", left)
 	}
 }

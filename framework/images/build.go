@@ -24,7 +24,6 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -65,9 +64,6 @@ type Spec struct {
 	// Dir is the directory `go build` runs in (inside the main package's
 	// module). Empty means the current directory.
 	Dir string
-	// GOARCH of the binary and the image platform; empty means runtime.GOARCH.
-	// See SupportedArchitectures.
-	GOARCH string
 	// LDFlags is passed as -ldflags, e.g. "-s -w -X main.version=v1.2.3".
 	LDFlags string
 	// BuildTags is passed as -tags.
@@ -76,32 +72,13 @@ type Spec struct {
 	// BinaryPath is the absolute path of the binary in the image; empty means
 	// DefaultBinaryPath.
 	BinaryPath string
-	// Entrypoint of the image; empty means [BinaryPath].
-	Entrypoint []string
-	// Cmd is the image's default arguments (e.g. a subcommand).
-	Cmd []string
-	// Env holds KEY=VALUE entries for the image config.
-	Env []string
-	// WorkingDir of the image; empty means "/".
-	WorkingDir string
-
-	// Version, Source and Revision become the labels LabelVersion,
-	// LabelSource and LabelRevision. Version is required (it names the image,
-	// see ImageRef); Source and Revision are set when non-empty.
-	Version  string
-	Source   string
-	Revision string
-	// Labels are extra config labels; they may not redefine the three above.
-	Labels map[string]string
-
 	// ExtraFiles are added to the layer next to the binary, e.g. a pause
 	// binary for a multi-call image. Parent directories are created.
 	ExtraFiles []File
 
-	// Created is the timestamp of every file in the layer and of the config's
-	// "created" field. Zero means $SOURCE_DATE_EPOCH if set, else the Unix
-	// epoch, so builds are reproducible by default.
-	Created time.Time
+	// ImageConfig is the config around the binary (its Entrypoint
+	// defaults to [BinaryPath]).
+	ImageConfig
 }
 
 // File is one extra file for the image layer. Exactly one of Data and
@@ -158,23 +135,15 @@ func Build(ctx context.Context, spec Spec) (Image, error) {
 	if err != nil {
 		return Image{}, err
 	}
-	img, err := assemble(buildConfig(s), files)
+	a, err := assemble(buildConfig(s), files)
 	if err != nil {
 		return Image{}, fmt.Errorf("images: assembling image of %s: %w", s.MainPackage, err)
 	}
-	digest, err := img.Digest()
-	if err != nil {
-		return Image{}, fmt.Errorf("images: computing digest of %s: %w", s.MainPackage, err)
-	}
-	configDigest, err := img.ConfigName()
-	if err != nil {
-		return Image{}, fmt.Errorf("images: computing config digest of %s: %w", s.MainPackage, err)
-	}
 	sum := sha256.Sum256(binary)
 	return Image{
-		Image:        img,
-		Digest:       digest,
-		ConfigDigest: configDigest,
+		Image:        a.image,
+		Digest:       a.digest,
+		ConfigDigest: a.configDigest,
 		Platform:     v1.Platform{OS: "linux", Architecture: s.GOARCH},
 		BinaryPath:   s.BinaryPath,
 		BinarySHA256: hex.EncodeToString(sum[:]),
@@ -192,11 +161,8 @@ func (spec Spec) withDefaults() (Spec, error) {
 	if strings.TrimSpace(s.MainPackage) == "" {
 		return s, errors.New("images: Spec.MainPackage is empty; give the package to build, e.g. \"./fixtures/workload\"")
 	}
-	if s.GOARCH == "" {
-		s.GOARCH = runtime.GOARCH
-	}
-	if !slices.Contains(SupportedArchitectures, s.GOARCH) {
-		return s, fmt.Errorf("images: unsupported GOARCH %q; accepted: %s", s.GOARCH, strings.Join(SupportedArchitectures, ", "))
+	if err := s.ImageConfig.setDefaults("Spec"); err != nil {
+		return s, err
 	}
 	if s.BinaryPath == "" {
 		s.BinaryPath = DefaultBinaryPath
@@ -210,31 +176,12 @@ func (spec Spec) withDefaults() (Spec, error) {
 	if len(s.Entrypoint) == 0 {
 		s.Entrypoint = []string{s.BinaryPath}
 	}
-	if s.WorkingDir == "" {
-		s.WorkingDir = "/"
-	}
-	if !path.IsAbs(s.WorkingDir) {
-		return s, fmt.Errorf("images: Spec.WorkingDir %q is not absolute; accepted: an absolute path such as \"/\"", s.WorkingDir)
-	}
-	for _, e := range s.Env {
-		if k, _, ok := strings.Cut(e, "="); !ok || k == "" {
-			return s, fmt.Errorf("images: Spec.Env entry %q is not KEY=VALUE", e)
-		}
-	}
 	if strings.TrimSpace(s.Version) == "" {
 		return s, fmt.Errorf("images: Spec.Version is empty; it becomes the %s label and the image tag", LabelVersion)
 	}
-	for k := range s.Labels {
-		switch k {
-		case "":
-			return s, errors.New("images: Spec.Labels has an empty key")
-		case LabelVersion, LabelSource, LabelRevision:
-			return s, fmt.Errorf("images: Spec.Labels sets %q; use Spec.Version, Spec.Source or Spec.Revision instead", k)
-		}
-	}
 	seen := map[string]bool{s.BinaryPath: true}
 	for i, f := range s.ExtraFiles {
-		if err := checkImagePath(fmt.Sprintf("Spec.ExtraFiles[%d].Path", i), f.Path); err != nil {
+		if err := f.check(fmt.Sprintf("Spec.ExtraFiles[%d]", i)); err != nil {
 			return s, err
 		}
 		if slices.Contains(reservedPaths, f.Path) {
@@ -244,21 +191,7 @@ func (spec Spec) withDefaults() (Spec, error) {
 			return s, fmt.Errorf("images: Spec.ExtraFiles[%d].Path %q is given twice (or is the binary's path)", i, f.Path)
 		}
 		seen[f.Path] = true
-		if (f.Data == nil) == (f.SourcePath == "") {
-			return s, fmt.Errorf("images: Spec.ExtraFiles[%d] (%s) needs exactly one of Data and SourcePath", i, f.Path)
-		}
-		if f.Mode&^fs.ModePerm != 0 {
-			return s, fmt.Errorf("images: Spec.ExtraFiles[%d] (%s) has mode %v; accepted: permission bits only (e.g. 0755)", i, f.Path, f.Mode)
-		}
 	}
-	if s.Created.IsZero() {
-		t, err := sourceDateEpoch()
-		if err != nil {
-			return s, err
-		}
-		s.Created = t
-	}
-	s.Created = s.Created.UTC()
 	return s, nil
 }
 

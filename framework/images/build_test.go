@@ -407,7 +407,7 @@ func TestBuildRealWorkload(t *testing.T) {
 	if len(goFiles) == 0 {
 		t.Skipf("no Go files in %s yet (the workload package is written elsewhere)", pkgDir)
 	}
-	spec := Spec{MainPackage: "./fixtures/workload", Dir: root, Version: "test", LDFlags: "-s -w"}
+	spec := Spec{MainPackage: "./fixtures/workload", Dir: root, LDFlags: "-s -w", ImageConfig: ImageConfig{Version: "test"}}
 	a := mustBuild(t, spec)
 	b := mustBuild(t, spec)
 	if a.Digest != b.Digest {

@@ -20,10 +20,12 @@ func ExampleBuild() {
 	ctx := context.Background()
 	img, err := images.Build(ctx, images.Spec{
 		MainPackage: "./fixtures/workload",
-		Version:     "v0.1.0",
-		Source:      "https://github.com/meshclaims/meshclaims",
-		Revision:    "0123456789abcdef0123456789abcdef01234567",
 		LDFlags:     "-s -w",
+		ImageConfig: images.ImageConfig{
+			Version:  "v0.1.0",
+			Source:   "https://github.com/meshclaims/meshclaims",
+			Revision: "0123456789abcdef0123456789abcdef01234567",
+		},
 	})
 	if err != nil {
 		log.Fatal(err)

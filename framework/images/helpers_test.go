@@ -59,11 +59,13 @@ func tinySpec(dir, version string) Spec {
 		MainPackage: ".",
 		Dir:         dir,
 		LDFlags:     "-X main.version=" + version,
-		Version:     version,
-		Source:      "https://github.com/meshclaims/meshclaims",
-		Revision:    "0123456789abcdef0123456789abcdef01234567",
-		Env:         []string{"MESHCLAIMS_ROLE=test"},
-		Cmd:         []string{"--version"},
+		ImageConfig: ImageConfig{
+			Version:  version,
+			Source:   "https://github.com/meshclaims/meshclaims",
+			Revision: "0123456789abcdef0123456789abcdef01234567",
+			Env:      []string{"MESHCLAIMS_ROLE=test"},
+			Cmd:      []string{"--version"},
+		},
 	}
 }
 

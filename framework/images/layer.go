@@ -6,6 +6,7 @@ import (
 	"compress/gzip"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path"
 	"sort"
@@ -27,6 +28,45 @@ type layerEntry struct {
 	uid, gid int
 	data     []byte
 	link     string // symlink target; set for symbolic links only
+}
+
+// checkPerm accepts permission bits only: what (at p) may not be a device,
+// symlink or setuid file by way of its mode.
+func checkPerm(what, p string, mode fs.FileMode) error {
+	if mode&^fs.ModePerm != 0 {
+		return fmt.Errorf("images: %s (%s) has mode %v; accepted: permission bits only (e.g. 0755)", what, p, mode)
+	}
+	return nil
+}
+
+// check is what every File must be, in Spec.ExtraFiles as in
+// PackSpec.Files: a clean absolute path, exactly one of Data and SourcePath,
+// permission bits only. what names f in errors, e.g. "Spec.ExtraFiles[0]".
+func (f File) check(what string) error {
+	if err := checkImagePath(what+".Path", f.Path); err != nil {
+		return err
+	}
+	if (f.Data == nil) == (f.SourcePath == "") {
+		return fmt.Errorf("images: %s (%s) needs exactly one of Data and SourcePath", what, f.Path)
+	}
+	return checkPerm(what, f.Path, f.Mode)
+}
+
+// entry is f (checked) as a root-owned layer entry: its content read from
+// SourcePath when that is given, its mode 0644 unless f says otherwise.
+func (f File) entry(what string) (layerEntry, error) {
+	data := f.Data
+	if f.SourcePath != "" {
+		var err error
+		if data, err = os.ReadFile(f.SourcePath); err != nil {
+			return layerEntry{}, fmt.Errorf("images: %s (%s): reading SourcePath: %w", what, f.Path, err)
+		}
+	}
+	mode := int64(f.Mode.Perm())
+	if mode == 0 {
+		mode = 0o644
+	}
+	return layerEntry{path: f.Path, mode: mode, data: data}, nil
 }
 
 // passwd and group define root and the non-root user, so tools inside the
@@ -57,21 +97,14 @@ func layerFiles(s Spec, binary []byte) ([]layerEntry, error) {
 	add(layerEntry{path: "/etc/group", mode: 0o644, data: []byte(groupFile)})
 	add(layerEntry{path: s.BinaryPath, mode: 0o755, data: binary})
 	for i, f := range s.ExtraFiles {
-		data := f.Data
-		if f.SourcePath != "" {
-			var err error
-			if data, err = os.ReadFile(f.SourcePath); err != nil {
-				return nil, fmt.Errorf("images: Spec.ExtraFiles[%d] (%s): reading SourcePath: %w", i, f.Path, err)
-			}
-		}
-		mode := int64(f.Mode.Perm())
-		if mode == 0 {
-			mode = 0o644
+		e, err := f.entry(fmt.Sprintf("Spec.ExtraFiles[%d]", i))
+		if err != nil {
+			return nil, err
 		}
 		if existing, ok := byPath[f.Path]; ok && existing.dir {
 			return nil, fmt.Errorf("images: Spec.ExtraFiles[%d].Path %q is a directory of the image", i, f.Path)
 		}
-		add(layerEntry{path: f.Path, mode: mode, data: data})
+		add(e)
 	}
 	// A file whose path is the parent of another file cannot exist.
 	for p, e := range byPath {
@@ -152,43 +185,50 @@ func gzipBytes(data []byte) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// imageConfig is what an image's config says besides its layer.
+// imageConfig is an ImageConfig after withDefaults and what Build or Pack
+// add to it.
 type imageConfig struct {
-	goarch     string
-	user       string // "uid:gid"
-	entrypoint []string
-	cmd        []string
-	env        []string
-	workingDir string
-	labels     map[string]string
-	created    time.Time
-	createdBy  string // the layer's history
-	comment    string
+	ImageConfig
+	user      string // "uid:gid"
+	createdBy string // the layer's history
+	comment   string
 }
 
 // buildConfig is the config of a Build image: a non-root static binary.
 func buildConfig(s Spec) imageConfig {
-	labels := map[string]string{LabelVersion: s.Version}
-	if s.Source != "" {
-		labels[LabelSource] = s.Source
-	}
-	if s.Revision != "" {
-		labels[LabelRevision] = s.Revision
-	}
-	for k, v := range s.Labels {
-		labels[k] = v
-	}
 	return imageConfig{
-		goarch: s.GOARCH, user: fmt.Sprintf("%d:%d", NonRootUID, NonRootGID),
-		entrypoint: s.Entrypoint, cmd: s.Cmd, env: s.Env, workingDir: s.WorkingDir,
-		labels: labels, created: s.Created,
+		ImageConfig: s.ImageConfig, user: fmt.Sprintf("%d:%d", NonRootUID, NonRootGID),
 		createdBy: "meshclaims images.Build " + s.MainPackage, comment: "static Go binary at " + s.BinaryPath,
 	}
 }
 
-// assemble builds the OCI image: one layer on empty.Image, and its config.
-func assemble(c imageConfig, entries []layerEntry) (v1.Image, error) {
-	raw, err := layerTar(entries, c.created)
+// assembled is an OCI image and its two identities (see Image.Digest and
+// Image.ConfigDigest).
+type assembled struct {
+	image                v1.Image
+	digest, configDigest v1.Hash
+}
+
+// assemble builds the OCI image (one layer on empty.Image, and its config)
+// and computes its digests.
+func assemble(c imageConfig, entries []layerEntry) (assembled, error) {
+	img, err := assembleImage(c, entries)
+	if err != nil {
+		return assembled{}, err
+	}
+	digest, err := img.Digest()
+	if err != nil {
+		return assembled{}, fmt.Errorf("digest: %w", err)
+	}
+	configDigest, err := img.ConfigName()
+	if err != nil {
+		return assembled{}, fmt.Errorf("config digest: %w", err)
+	}
+	return assembled{image: img, digest: digest, configDigest: configDigest}, nil
+}
+
+func assembleImage(c imageConfig, entries []layerEntry) (v1.Image, error) {
+	raw, err := layerTar(entries, c.Created)
 	if err != nil {
 		return nil, err
 	}
@@ -204,7 +244,7 @@ func assemble(c imageConfig, entries []layerEntry) (v1.Image, error) {
 	}
 
 	base := mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), types.OCIConfigJSON)
-	created := v1.Time{Time: c.created}
+	created := v1.Time{Time: c.Created}
 	img, err := mutate.Append(base, mutate.Addendum{
 		Layer:     layer,
 		History:   v1.History{Created: created, CreatedBy: c.createdBy, Comment: c.comment},
@@ -219,13 +259,13 @@ func assemble(c imageConfig, entries []layerEntry) (v1.Image, error) {
 	}
 	cfg = cfg.DeepCopy()
 	cfg.OS = "linux"
-	cfg.Architecture = c.goarch
+	cfg.Architecture = c.GOARCH
 	cfg.Created = created
 	cfg.Config.User = c.user
-	cfg.Config.Entrypoint = append([]string(nil), c.entrypoint...)
-	cfg.Config.Cmd = append([]string(nil), c.cmd...)
-	cfg.Config.Env = append([]string(nil), c.env...)
-	cfg.Config.WorkingDir = c.workingDir
-	cfg.Config.Labels = c.labels
+	cfg.Config.Entrypoint = append([]string(nil), c.Entrypoint...)
+	cfg.Config.Cmd = append([]string(nil), c.Cmd...)
+	cfg.Config.Env = append([]string(nil), c.Env...)
+	cfg.Config.WorkingDir = c.WorkingDir
+	cfg.Config.Labels = c.labels()
 	return mutate.ConfigFile(img, cfg)
 }

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -26,9 +25,6 @@ import (
 type PackSpec struct {
 	// Name says what the image is; it goes into the layer's history.
 	Name string
-	// GOARCH is the image platform's architecture; empty means
-	// runtime.GOARCH. The caller vouches that the files are built for it.
-	GOARCH string
 	// RootFS is an optional directory copied as the image's root: its
 	// directories, regular files and symbolic links (targets kept as they
 	// are), owned by root. Other file types are refused.
@@ -45,21 +41,9 @@ type PackSpec struct {
 	// /etc/passwd and /etc/group are written for root and this account.
 	User Account
 
-	Entrypoint []string
-	Cmd        []string
-	Env        []string
-	// WorkingDir of the image; empty means "/".
-	WorkingDir string
-
-	// Version (required), Source and Revision become the labels
-	// LabelVersion, LabelSource and LabelRevision; Labels are extra ones.
-	Version  string
-	Source   string
-	Revision string
-	Labels   map[string]string
-
-	// Created: see Spec.Created.
-	Created time.Time
+	// ImageConfig is the config around the files; Entrypoint or Cmd is
+	// required.
+	ImageConfig
 }
 
 // Account is a user of an image, with its primary group and home directory
@@ -109,32 +93,12 @@ func Pack(spec PackSpec) (Packed, error) {
 	if err != nil {
 		return Packed{}, err
 	}
-	labels := map[string]string{LabelVersion: s.Version}
-	if s.Source != "" {
-		labels[LabelSource] = s.Source
-	}
-	if s.Revision != "" {
-		labels[LabelRevision] = s.Revision
-	}
-	for k, v := range s.Labels {
-		labels[k] = v
-	}
-	img, err := assemble(imageConfig{
-		goarch: s.GOARCH, user: fmt.Sprintf("%d:%d", s.User.UID, s.User.GID),
-		entrypoint: s.Entrypoint, cmd: s.Cmd, env: s.Env, workingDir: s.WorkingDir,
-		labels: labels, created: s.Created,
+	a, err := assemble(imageConfig{
+		ImageConfig: s.ImageConfig, user: fmt.Sprintf("%d:%d", s.User.UID, s.User.GID),
 		createdBy: "meshclaims images.Pack " + s.Name, comment: "prebuilt files packed by meshclaims",
 	}, entries)
 	if err != nil {
 		return Packed{}, fmt.Errorf("images: assembling %s: %w", s.Name, err)
-	}
-	digest, err := img.Digest()
-	if err != nil {
-		return Packed{}, fmt.Errorf("images: digest of %s: %w", s.Name, err)
-	}
-	configDigest, err := img.ConfigName()
-	if err != nil {
-		return Packed{}, fmt.Errorf("images: config digest of %s: %w", s.Name, err)
 	}
 	sums := map[string]string{}
 	for _, e := range entries {
@@ -144,7 +108,7 @@ func Pack(spec PackSpec) (Packed, error) {
 		}
 	}
 	return Packed{
-		Image: img, Digest: digest, ConfigDigest: configDigest,
+		Image: a.image, Digest: a.digest, ConfigDigest: a.configDigest,
 		Platform: v1.Platform{OS: "linux", Architecture: s.GOARCH}, FileSHA256: sums, Created: s.Created,
 	}, nil
 }
@@ -154,22 +118,11 @@ func (spec PackSpec) withDefaults() (PackSpec, error) {
 	if strings.TrimSpace(s.Name) == "" {
 		return s, errors.New("images: PackSpec.Name is empty; say what the image is, e.g. \"istio pilot\"")
 	}
-	if s.GOARCH == "" {
-		s.GOARCH = runtime.GOARCH
-	}
-	if !slices.Contains(SupportedArchitectures, s.GOARCH) {
-		return s, fmt.Errorf("images: unsupported GOARCH %q; accepted: %s", s.GOARCH, strings.Join(SupportedArchitectures, ", "))
+	if err := s.ImageConfig.setDefaults("PackSpec"); err != nil {
+		return s, err
 	}
 	if strings.TrimSpace(s.Version) == "" {
 		return s, fmt.Errorf("images: PackSpec.Version of %s is empty; it becomes the %s label", s.Name, LabelVersion)
-	}
-	for k := range s.Labels {
-		switch k {
-		case "":
-			return s, errors.New("images: PackSpec.Labels has an empty key")
-		case LabelVersion, LabelSource, LabelRevision:
-			return s, fmt.Errorf("images: PackSpec.Labels sets %q; use Version, Source or Revision instead", k)
-		}
 	}
 	if s.User != (Account{}) {
 		if s.User.Name == "" || s.User.Name == "root" || strings.ContainsAny(s.User.Name, ":/\n ") || s.User.UID <= 0 || s.User.GID <= 0 {
@@ -179,30 +132,11 @@ func (spec PackSpec) withDefaults() (PackSpec, error) {
 	if len(s.Entrypoint) == 0 && len(s.Cmd) == 0 {
 		return s, fmt.Errorf("images: PackSpec of %s has neither Entrypoint nor Cmd; give the program the image runs", s.Name)
 	}
-	if s.WorkingDir == "" {
-		s.WorkingDir = "/"
-	}
-	if !path.IsAbs(s.WorkingDir) {
-		return s, fmt.Errorf("images: PackSpec.WorkingDir %q is not absolute", s.WorkingDir)
-	}
-	for _, e := range s.Env {
-		if k, _, ok := strings.Cut(e, "="); !ok || k == "" {
-			return s, fmt.Errorf("images: PackSpec.Env entry %q is not KEY=VALUE", e)
-		}
-	}
 	if s.RootFS != "" {
 		if st, err := os.Stat(s.RootFS); err != nil || !st.IsDir() {
 			return s, fmt.Errorf("images: PackSpec.RootFS %q is not a directory", s.RootFS)
 		}
 	}
-	if s.Created.IsZero() {
-		t, err := sourceDateEpoch()
-		if err != nil {
-			return s, err
-		}
-		s.Created = t
-	}
-	s.Created = s.Created.UTC()
 	return s, nil
 }
 
@@ -252,27 +186,14 @@ func packEntries(s PackSpec) ([]layerEntry, error) {
 	}
 	for i, f := range s.Files {
 		what := fmt.Sprintf("PackSpec.Files[%d]", i)
-		if err := checkImagePath(what+".Path", f.Path); err != nil {
+		if err := f.check(what); err != nil {
 			return nil, err
 		}
-		if (f.Data == nil) == (f.SourcePath == "") {
-			return nil, fmt.Errorf("images: %s (%s) needs exactly one of Data and SourcePath", what, f.Path)
+		e, err := f.entry(what)
+		if err != nil {
+			return nil, err
 		}
-		if f.Mode&^fs.ModePerm != 0 {
-			return nil, fmt.Errorf("images: %s (%s) has mode %v; accepted: permission bits only (e.g. 0755)", what, f.Path, f.Mode)
-		}
-		data := f.Data
-		if f.SourcePath != "" {
-			var err error
-			if data, err = os.ReadFile(f.SourcePath); err != nil {
-				return nil, fmt.Errorf("images: %s (%s): %w", what, f.Path, err)
-			}
-		}
-		mode := int64(f.Mode.Perm())
-		if mode == 0 {
-			mode = 0o644
-		}
-		add(what, layerEntry{path: f.Path, mode: mode, data: data})
+		add(what, e)
 	}
 	for i, l := range s.Symlinks {
 		what := fmt.Sprintf("PackSpec.Symlinks[%d]", i)
@@ -289,8 +210,8 @@ func packEntries(s PackSpec) ([]layerEntry, error) {
 		if err := checkImagePath(what+".Path", d.Path); err != nil {
 			return nil, err
 		}
-		if d.Mode&^fs.ModePerm != 0 {
-			return nil, fmt.Errorf("images: %s (%s) has mode %v; accepted: permission bits only (e.g. 0755)", what, d.Path, d.Mode)
+		if err := checkPerm(what, d.Path, d.Mode); err != nil {
+			return nil, err
 		}
 		if s.User == (Account{}) {
 			return nil, fmt.Errorf("images: %s (%s) would be owned by root; Dirs are for PackSpec.User, which is not set", what, d.Path)

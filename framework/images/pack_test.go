@@ -30,12 +30,15 @@ func rootFSFixture(t *testing.T) string {
 
 func packSpec(root string) PackSpec {
 	return PackSpec{
-		Name: "test cni", RootFS: root, Version: "1.30.3-dev",
-		Files:      []File{{Path: "/usr/local/bin/install-cni", Mode: 0o755, Data: []byte("install-cni")}},
-		Symlinks:   []Symlink{{Path: "/usr/sbin/iptables", Target: "xtables-nft-multi"}},
-		User:       Account{Name: "istio-proxy", UID: 1337, GID: 1337},
-		Entrypoint: []string{"/usr/local/bin/install-cni"},
-		Env:        []string{"PATH=/usr/local/bin:/usr/sbin"},
+		Name: "test cni", RootFS: root,
+		Files:    []File{{Path: "/usr/local/bin/install-cni", Mode: 0o755, Data: []byte("install-cni")}},
+		Symlinks: []Symlink{{Path: "/usr/sbin/iptables", Target: "xtables-nft-multi"}},
+		User:     Account{Name: "istio-proxy", UID: 1337, GID: 1337},
+		ImageConfig: ImageConfig{
+			Version:    "1.30.3-dev",
+			Entrypoint: []string{"/usr/local/bin/install-cni"},
+			Env:        []string{"PATH=/usr/local/bin:/usr/sbin"},
+		},
 	}
 }
 

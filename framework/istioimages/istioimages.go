@@ -99,10 +99,13 @@ func Pack(o Options) ([]Image, error) {
 		return nil, err
 	}
 	p, err := images.Pack(images.PackSpec{
-		Name: "istio pilot", GOARCH: o.GOARCH, User: istioProxy,
-		Files:      []images.File{{Path: "/usr/local/bin/pilot-discovery", Mode: 0o755, SourcePath: pilot}},
-		Entrypoint: []string{"/usr/local/bin/pilot-discovery"},
-		Version:    o.Tag, Source: Source, Revision: o.Revision,
+		Name: "istio pilot", User: istioProxy,
+		Files: []images.File{{Path: "/usr/local/bin/pilot-discovery", Mode: 0o755, SourcePath: pilot}},
+		ImageConfig: images.ImageConfig{
+			GOARCH:     o.GOARCH,
+			Entrypoint: []string{"/usr/local/bin/pilot-discovery"},
+			Version:    o.Tag, Source: Source, Revision: o.Revision,
+		},
 	})
 	if err != nil {
 		return nil, err
@@ -123,16 +126,19 @@ func Pack(o Options) ([]Image, error) {
 			pkgs = append(pkgs, pk.Name+"="+pk.Version)
 		}
 		p, err := images.Pack(images.PackSpec{
-			Name: "istio install-cni", GOARCH: o.GOARCH, RootFS: o.CNIRootFS,
+			Name: "istio install-cni", RootFS: o.CNIRootFS,
 			Files: []images.File{
 				{Path: "/usr/local/bin/install-cni", Mode: 0o755, SourcePath: installCNI},
 				{Path: "/opt/cni/bin/istio-cni", Mode: 0o755, SourcePath: plugin},
 			},
-			Env:        []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/opt/cni/bin"},
-			WorkingDir: "/opt/cni/bin",
-			Cmd:        []string{"/usr/local/bin/install-cni"},
-			Version:    o.Tag, Source: Source, Revision: o.Revision,
-			Labels: map[string]string{LabelDebianPackages: strings.Join(pkgs, " ")},
+			ImageConfig: images.ImageConfig{
+				GOARCH:     o.GOARCH,
+				Env:        []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/opt/cni/bin"},
+				WorkingDir: "/opt/cni/bin",
+				Cmd:        []string{"/usr/local/bin/install-cni"},
+				Version:    o.Tag, Source: Source, Revision: o.Revision,
+				Labels: map[string]string{LabelDebianPackages: strings.Join(pkgs, " ")},
+			},
 		})
 		if err != nil {
 			return nil, err

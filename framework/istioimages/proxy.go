@@ -123,25 +123,28 @@ func packProxy(o Options, pilotAgent string) (Image, error) {
 		pkgs = append(pkgs, pk.Name+"="+pk.Version)
 	}
 	packed, err := images.Pack(images.PackSpec{
-		Name: "istio proxyv2 (pilot-agent, upstream Envoy)", GOARCH: o.GOARCH, RootFS: p.RootFS, User: istioProxy,
+		Name: "istio proxyv2 (pilot-agent, upstream Envoy)", RootFS: p.RootFS, User: istioProxy,
 		Files: []images.File{
 			{Path: "/usr/local/bin/pilot-agent", Mode: 0o755, SourcePath: pilotAgent},
 			{Path: "/usr/local/bin/envoy", Mode: 0o755, SourcePath: p.Envoy},
 			{Path: "/var/lib/istio/envoy/envoy_bootstrap_tmpl.json", Mode: 0o644, SourcePath: p.BootstrapTemplate},
 		},
 		Dirs: dirs,
-		Env: []string{
-			"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-			"ISTIO_META_ISTIO_PROXY_SHA=envoy:" + p.EnvoyVersion,
-		},
-		Entrypoint: []string{"/usr/local/bin/pilot-agent"},
-		Version:    o.Tag, Source: Source, Revision: o.Revision,
-		Labels: map[string]string{
-			LabelProxy:             string(istio.ProxyUpstreamEnvoy),
-			LabelEnvoyVersion:      p.EnvoyVersion,
-			LabelEnvoySource:       p.EnvoySource,
-			LabelPilotAgentVersion: p.PilotAgentVersion,
-			LabelDebianPackages:    strings.Join(pkgs, " "),
+		ImageConfig: images.ImageConfig{
+			GOARCH: o.GOARCH,
+			Env: []string{
+				"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+				"ISTIO_META_ISTIO_PROXY_SHA=envoy:" + p.EnvoyVersion,
+			},
+			Entrypoint: []string{"/usr/local/bin/pilot-agent"},
+			Version:    o.Tag, Source: Source, Revision: o.Revision,
+			Labels: map[string]string{
+				LabelProxy:             string(istio.ProxyUpstreamEnvoy),
+				LabelEnvoyVersion:      p.EnvoyVersion,
+				LabelEnvoySource:       p.EnvoySource,
+				LabelPilotAgentVersion: p.PilotAgentVersion,
+				LabelDebianPackages:    strings.Join(pkgs, " "),
+			},
 		},
 	})
 	if err != nil {

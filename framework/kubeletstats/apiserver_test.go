@@ -23,18 +23,14 @@ import (
 // summary's content is tested on the fixture (TestWindowFromSummaries)
 // and on a real kubelet (framework/steps TestStepsOnLocalCluster).
 func TestReadThroughARealAPIServer(t *testing.T) {
-	srv := apiserver.ForTest(t)
-	c, err := kubernetes.NewForConfig(srv.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := apiserver.ClientsetForTest(t)
 	ctx := context.Background()
 	if _, err := Read(ctx, c, ""); err == nil || !strings.Contains(err.Error(), "no node name") {
 		t.Errorf("empty node: %v", err)
 	}
 	// A wrong path would be "the server could not find the requested
 	// resource"; the node proxy's route answers that the node is unknown.
-	_, err = Read(ctx, c, "kubeletstats-absent")
+	_, err := Read(ctx, c, "kubeletstats-absent")
 	if err == nil || !strings.Contains(err.Error(), `kubelet summary of node kubeletstats-absent: HTTP 404: nodes "kubeletstats-absent" not found`) {
 		t.Errorf("absent node: %v", err)
 	}

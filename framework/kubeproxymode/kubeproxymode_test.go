@@ -11,7 +11,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/meshclaims/meshclaims/framework/apiserver"
 	"github.com/meshclaims/meshclaims/framework/claims"
@@ -36,11 +35,7 @@ func kubeadmConfigMap(t *testing.T, mode string) *corev1.ConfigMap {
 // ConfigMap is ErrNotPublished (an unmet need, not a mode); an unknown mode
 // and a ConfigMap without config.conf are errors naming what was found.
 func TestReadOnARealAPIServer(t *testing.T) {
-	srv := apiserver.ForTest(t)
-	c, err := kubernetes.NewForConfig(srv.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := apiserver.ClientsetForTest(t)
 	ctx := context.Background()
 	put := func(cm *corev1.ConfigMap) {
 		t.Helper()

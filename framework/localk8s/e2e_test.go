@@ -149,7 +149,7 @@ func TestLocalClusterEndToEnd(t *testing.T) {
 	}
 	t.Logf("cluster up, node Ready and DNS answering in %s", time.Since(t0).Round(100*time.Millisecond))
 
-	img, err := images.Build(ctx, images.Spec{MainPackage: "./fixtures/workload", Dir: cfg.RepoRoot, Version: "e2e"})
+	img, err := images.Build(ctx, images.Spec{MainPackage: "./fixtures/workload", Dir: cfg.RepoRoot, ImageConfig: images.ImageConfig{Version: "e2e"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,12 +26,14 @@ type systemImage struct {
 func systemImages(c Config) []systemImage {
 	return []systemImage{
 		{Ref: images.ImageRef("pause", "local"), Spec: images.Spec{
-			MainPackage: "./cmd/localk8s/pause", Dir: c.RepoRoot, Version: "local",
+			MainPackage: "./cmd/localk8s/pause", Dir: c.RepoRoot,
 			LDFlags: "-s -w", BinaryPath: "/pause",
+			ImageConfig: images.ImageConfig{Version: "local"},
 		}},
 		{Ref: CoreDNSImage, Spec: images.Spec{
-			MainPackage: ".", Dir: filepath.Join(c.RepoRoot, "cmd", "coredns"), Version: CoreDNSVersion,
-			LDFlags: "-s -w", BinaryPath: "/coredns", Source: "https://github.com/coredns/coredns",
+			MainPackage: ".", Dir: filepath.Join(c.RepoRoot, "cmd", "coredns"),
+			LDFlags: "-s -w", BinaryPath: "/coredns",
+			ImageConfig: images.ImageConfig{Version: CoreDNSVersion, Source: "https://github.com/coredns/coredns"},
 		}},
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/meshclaims/meshclaims/framework/apiserver"
 	"github.com/meshclaims/meshclaims/framework/claims"
@@ -18,11 +17,7 @@ import (
 // the file the local kube-proxy runs, and publishing again (a restart on
 // kept state) replaces the ConfigMap instead of failing.
 func TestPublishKubeProxyConfigOnARealAPIServer(t *testing.T) {
-	srv := apiserver.ForTest(t)
-	cs, err := kubernetes.NewForConfig(srv.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs := apiserver.ClientsetForTest(t)
 	ctx := context.Background()
 	del := func() {
 		_ = cs.CoreV1().ConfigMaps(kubeproxymode.Namespace).Delete(ctx, kubeproxymode.ConfigMap, metav1.DeleteOptions{})

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/meshclaims/meshclaims/framework/claims"
+	"github.com/meshclaims/meshclaims/framework/claims/claimstest"
 	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
@@ -15,7 +16,7 @@ import (
 // beside the ambient modes' measurements, not beside mode none's; without
 // them nothing is said.
 func TestMarkdownStatesIstioCNIAndZtunnel(t *testing.T) {
-	data, err := os.ReadFile(registryPath())
+	data, err := os.ReadFile(claimstest.Path(t))
 	if err != nil {
 		t.Fatal(err)
 	}

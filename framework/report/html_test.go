@@ -5,24 +5,13 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 	"testing"
 
-	"github.com/meshclaims/meshclaims/framework/claims"
+	"github.com/meshclaims/meshclaims/framework/claims/claimstest"
 	"github.com/meshclaims/meshclaims/framework/report"
 	"github.com/meshclaims/meshclaims/framework/report/reporttest"
 )
-
-func loadRegistry(t *testing.T) *claims.Registry {
-	t.Helper()
-	_, here, _, _ := runtime.Caller(0)
-	reg, err := claims.Load(filepath.Join(filepath.Dir(here), "..", "..", "testdata", "claims.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return reg
-}
 
 // noneRun is a real local none-mode run, rebuilt, shared by the HTML tests
 // (the loads take a few seconds); TestMain removes it.
@@ -46,7 +35,7 @@ func noneRun(t *testing.T) string {
 		t.Fatal(err)
 	}
 	d := reporttest.NoneRun(t, filepath.Join(dir, "run"), reporttest.Run{ID: "html-none", BaselineAbrupt: true, RolloutStatus: "503:3"})
-	if _, err := d.Rebuild(loadRegistry(t)); err != nil {
+	if _, err := d.Rebuild(claimstest.Registry(t)); err != nil {
 		t.Fatal(err)
 	}
 	noneRunDir = d.Path
@@ -132,7 +121,7 @@ func TestHTMLDrawsTheNoMeshBaselineBeside(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := report.Judge(mustEnv(t, d), recs, loadRegistry(t))
+	res, err := report.Judge(mustEnv(t, d), recs, claimstest.Registry(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +135,7 @@ func TestHTMLDrawsTheNoMeshBaselineBeside(t *testing.T) {
 	}
 	res.Environment.Modes = append(res.Environment.Modes, "sidecar")
 	var b strings.Builder
-	if err := report.HTML(&b, src, res, loadRegistry(t)); err != nil {
+	if err := report.HTML(&b, src, res, claimstest.Registry(t)); err != nil {
 		t.Fatal(err)
 	}
 	html := b.String()

@@ -3,21 +3,16 @@ package report
 import (
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/meshclaims/meshclaims/framework/claims"
+	"github.com/meshclaims/meshclaims/framework/claims/claimstest"
 	"github.com/meshclaims/meshclaims/framework/converge"
 	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
-
-func registryPath() string {
-	_, here, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(here), "..", "..", "testdata", "claims.yaml")
-}
 
 func sampleDir(t *testing.T) *Dir {
 	t.Helper()
@@ -51,10 +46,7 @@ func sampleDir(t *testing.T) *Dir {
 }
 
 func TestRebuild(t *testing.T) {
-	reg, err := claims.Load(registryPath())
-	if err != nil {
-		t.Fatal(err)
-	}
+	reg := claimstest.Registry(t)
 	d := sampleDir(t)
 	res, err := d.Rebuild(reg)
 	if err != nil {
@@ -107,7 +99,7 @@ func TestRebuild(t *testing.T) {
 
 // A changed tolerance is re-judged from the same records without a cluster.
 func TestRebuildRejudgesWithNewTolerance(t *testing.T) {
-	data, err := os.ReadFile(registryPath())
+	data, err := os.ReadFile(claimstest.Path(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,11 +121,8 @@ func TestRebuildRejudgesWithNewTolerance(t *testing.T) {
 }
 
 func TestJudgeRejectsUnknownClaim(t *testing.T) {
-	reg, err := claims.Load(registryPath())
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = Judge(Environment{}, []Record{{Claim: "latency.nope", Mode: mode.None}}, reg)
+	reg := claimstest.Registry(t)
+	_, err := Judge(Environment{}, []Record{{Claim: "latency.nope", Mode: mode.None}}, reg)
 	if err == nil || !strings.Contains(err.Error(), `"latency.nope"`) {
 		t.Fatalf("unknown claim not reported: %v", err)
 	}
@@ -153,10 +142,7 @@ func TestOpenRejectsOtherDirectories(t *testing.T) {
 // The kind node image a run's nodes ran is kept in environment.json and
 // shown in the report's "where" table; a run without one shows no row.
 func TestNodeImageInEnvironmentAndReport(t *testing.T) {
-	reg, err := claims.Load(registryPath())
-	if err != nil {
-		t.Fatal(err)
-	}
+	reg := claimstest.Registry(t)
 	const img = "kindest/node:v1.36.4@sha256:099e049362a1526b2db71494e1947aae99bd16290d7c895f2b7ea312e3cbfaed"
 	for _, c := range []struct {
 		image, want string
@@ -191,10 +177,7 @@ func TestNodeImageInEnvironmentAndReport(t *testing.T) {
 // a record read back from measured/ as they judged it before it was
 // written: the record carries the reference and the scaled value.
 func TestRebuildKeepsSameRunReferences(t *testing.T) {
-	reg, err := claims.Load(registryPath())
-	if err != nil {
-		t.Fatal(err)
-	}
+	reg := claimstest.Registry(t)
 	d, err := Create(filepath.Join(t.TempDir(), "run"))
 	if err != nil {
 		t.Fatal(err)
@@ -240,10 +223,7 @@ func TestRebuildKeepsSameRunReferences(t *testing.T) {
 // need unmet (recorded, but not a measurement). A measured pair is not
 // listed; the declaration's file and the waits are carried to the entry.
 func TestNotMeasuredSaysWhy(t *testing.T) {
-	reg, err := claims.Load(registryPath())
-	if err != nil {
-		t.Fatal(err)
-	}
+	reg := claimstest.Registry(t)
 	env := Environment{RunID: "r1", Modes: []mode.Mode{mode.None, mode.Sidecar}, Undeclared: []string{"latency.all-ok [sidecar]"}}
 	recs := []Record{
 		{Claim: "rollout.baseline", Mode: mode.Sidecar, Declared: "suites/rollout/baseline.go:20",

@@ -1,7 +1,6 @@
 package setup
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -14,14 +13,10 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/registry"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/meshclaims/meshclaims/fixtures"
@@ -29,6 +24,7 @@ import (
 	"github.com/meshclaims/meshclaims/framework/apply"
 	"github.com/meshclaims/meshclaims/framework/claims"
 	"github.com/meshclaims/meshclaims/framework/cleanup"
+	"github.com/meshclaims/meshclaims/framework/cleanup/cleanuptest"
 	"github.com/meshclaims/meshclaims/framework/config"
 	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/repo"
@@ -110,25 +106,6 @@ func interruptedRun(kubeconfig, results, run string) int {
 	}
 }
 
-// syncBuffer collects the child's output for the parent to read while the
-// child writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 // Ctrl-C in the middle of Up: a real SIGINT to a process running set-up
 // against a real API server, sent once the workloads are applied and Up is
 // waiting for them. Everything the run created is deleted and the process
@@ -143,19 +120,7 @@ func TestInterruptDuringUpDeletesWhatTheRunCreated(t *testing.T) {
 	const run = "interrupted-setup"
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), envInterruptChild+"="+kc, envInterruptResults+"="+filepath.Join(dir, "results"), envInterruptRun+"="+run)
-	out := &syncBuffer{}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	defer func() {
-		if cmd.ProcessState == nil {
-			_ = cmd.Process.Kill()
-		}
-		t.Logf("child output:\n%s", out.String())
-	}()
+	child := cleanuptest.Start(t, cmd, "child")
 
 	// The run's objects, listed by label independently of the cleaner.
 	objs, err := fixtures.ForMode(mode.None, fixtures.Options{Run: run, Images: fixtures.Images{Workload: "x"}})
@@ -168,69 +133,22 @@ func TestInterruptDuringUpDeletesWhatTheRunCreated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	left := func() []string { return runObjects(t, c, run, objs) }
+	left := func() []string { return cleanuptest.Left(t, c, run, objs) }
 
 	// Wait until Up is waiting for the workloads (its own log line, written
 	// after the apply), bounded by the image build a cold cache needs.
-	deadline := time.Now().Add(20 * time.Minute)
-	for !strings.Contains(out.String(), "workloads: waiting for") {
-		select {
-		case err := <-exited:
-			t.Fatalf("the run ended before it was interrupted: %v", err)
-		case <-time.After(200 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("set-up never reached the workloads")
-		}
-	}
+	child.WaitForOutput(t, "workloads: waiting for", 20*time.Minute)
 	if got := left(); len(got) != len(objs) {
 		t.Fatalf("detector blind: %d of the run's %d objects found by label before the interrupt: %v", len(got), len(objs), got)
 	}
-	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
 	var exitErr *exec.ExitError
-	select {
-	case err := <-exited:
-		if !errors.As(err, &exitErr) || exitErr.ExitCode() != childTornDown {
-			t.Fatalf("child exit %v, want %d (torn down after the interrupt)", err, childTornDown)
-		}
-	case <-time.After(10 * time.Minute):
-		t.Fatal("the interrupted run did not finish its clean-up")
+	if err := child.Interrupt(t, 10*time.Minute); !errors.As(err, &exitErr) || exitErr.ExitCode() != childTornDown {
+		t.Fatalf("child exit %v, want %d (torn down after the interrupt)", err, childTornDown)
 	}
 	if got := left(); len(got) != 0 {
 		t.Errorf("left behind after Ctrl-C: %v", got)
 	}
-	if !regexp.MustCompile(`Up returned: set-up stopped: tear-down started`).MatchString(out.String()) {
+	if !regexp.MustCompile(`Up returned: set-up stopped: tear-down started`).MatchString(child.Output()) {
 		t.Errorf("Up was not stopped before the clean-up")
 	}
-}
-
-// runObjects lists, by the run label, every kind objs has; namespaces count
-// only while not being deleted (envtest has no namespace controller).
-func runObjects(t *testing.T, c client.Client, run string, objs []client.Object) []string {
-	t.Helper()
-	kinds := map[schema.GroupVersionKind]bool{}
-	for _, o := range objs {
-		u, err := apply.ToUnstructured(o, apply.Scheme())
-		if err != nil {
-			t.Fatal(err)
-		}
-		kinds[u.GroupVersionKind()] = true
-	}
-	var left []string
-	for gvk := range kinds {
-		l := &unstructured.UnstructuredList{}
-		l.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-		if err := c.List(context.Background(), l, client.MatchingLabels{fixtures.LabelRun: run}); err != nil {
-			t.Fatalf("list %s: %v", gvk, err)
-		}
-		for _, it := range l.Items {
-			if gvk.Kind == "Namespace" && it.GetDeletionTimestamp() != nil {
-				continue
-			}
-			left = append(left, gvk.Kind+" "+it.GetNamespace()+"/"+it.GetName())
-		}
-	}
-	return left
 }

@@ -38,8 +38,9 @@ func archiveDir(t *testing.T, refs map[string]string) string {
 	t.Helper()
 	dir := t.TempDir()
 	for file, ref := range refs {
-		p, err := images.Pack(images.PackSpec{Name: file, Version: "1", Entrypoint: []string{"/x"},
-			Files: []images.File{{Path: "/x", Mode: 0o755, Data: []byte(file)}}})
+		p, err := images.Pack(images.PackSpec{Name: file,
+			Files:       []images.File{{Path: "/x", Mode: 0o755, Data: []byte(file)}},
+			ImageConfig: images.ImageConfig{Version: "1", Entrypoint: []string{"/x"}}})
 		if err != nil {
 			t.Fatal(err)
 		}

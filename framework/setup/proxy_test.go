@@ -18,8 +18,9 @@ import (
 func proxyArchiveDir(t *testing.T, labels map[string]string) string {
 	t.Helper()
 	dir := t.TempDir()
-	p, err := images.Pack(images.PackSpec{Name: "proxyv2", Version: "1.30.3-dev", Revision: "9739e10eb9d7", Entrypoint: []string{"/usr/local/bin/pilot-agent"},
-		Files: []images.File{{Path: "/usr/local/bin/pilot-agent", Mode: 0o755, Data: []byte("agent")}}, Labels: labels})
+	p, err := images.Pack(images.PackSpec{Name: "proxyv2",
+		Files:       []images.File{{Path: "/usr/local/bin/pilot-agent", Mode: 0o755, Data: []byte("agent")}},
+		ImageConfig: images.ImageConfig{Version: "1.30.3-dev", Revision: "9739e10eb9d7", Entrypoint: []string{"/usr/local/bin/pilot-agent"}, Labels: labels}})
 	if err != nil {
 		t.Fatal(err)
 	}

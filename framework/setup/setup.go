@@ -297,7 +297,8 @@ func (s *Suite) image(ctx context.Context, provider cluster.Provider, arch strin
 	}
 	ref := images.ImageRef("workload", WorkloadVersion)
 	s.logf("image: building %s for linux/%s from ./fixtures/workload", ref, arch)
-	img, err := images.Build(ctx, images.Spec{MainPackage: "./fixtures/workload", Dir: root, GOARCH: arch, Version: WorkloadVersion, Source: "github.com/meshclaims/meshclaims"})
+	img, err := images.Build(ctx, images.Spec{MainPackage: "./fixtures/workload", Dir: root,
+		ImageConfig: images.ImageConfig{GOARCH: arch, Version: WorkloadVersion, Source: "github.com/meshclaims/meshclaims"}})
 	if err != nil {
 		return fixtures.Images{}, err
 	}

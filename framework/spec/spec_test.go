@@ -2,31 +2,21 @@ package spec
 
 import (
 	"context"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/meshclaims/meshclaims/framework/claims"
+	"github.com/meshclaims/meshclaims/framework/claims/claimstest"
 	"github.com/meshclaims/meshclaims/framework/config"
 	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/report"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
 
-func registry(t *testing.T) *claims.Registry {
-	_, here, _, _ := runtime.Caller(0)
-	reg, err := claims.Load(filepath.Join(filepath.Dir(here), "..", "..", "testdata", "claims.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return reg
-}
-
 func measure(context.Context, *Run) (verdict.Measurement, error) { return verdict.Measurement{}, nil }
 
 func TestPlanSelectsApplicableModes(t *testing.T) {
-	reg := registry(t)
+	reg := claimstest.Registry(t)
 	defs := []Def{
 		{Claim: "netpol.hbone-allowed", Area: "netpol", Measure: measure, Needs: []Need{{Name: "networkpolicy-enforcement"}}},
 		{Claim: "latency.percentiles", Area: "latency", Measure: measure},
@@ -49,7 +39,7 @@ func TestPlanSelectsApplicableModes(t *testing.T) {
 }
 
 func TestPlanRejectsDisagreement(t *testing.T) {
-	reg := registry(t)
+	reg := claimstest.Registry(t)
 	cases := map[string][]Def{
 		`names claim "latency.p51"`:                     {{Claim: "latency.p51", Area: "latency", Measure: measure}},
 		`claim "latency.all-ok" has more than one spec`: {{Claim: "latency.all-ok", Measure: measure}, {Claim: "latency.all-ok", Measure: measure}},
@@ -65,7 +55,7 @@ func TestPlanRejectsDisagreement(t *testing.T) {
 }
 
 func TestUnspecified(t *testing.T) {
-	reg := registry(t)
+	reg := claimstest.Registry(t)
 	missing := Unspecified(reg, []Def{{Claim: "kubeproxy.service-scale"}}, []mode.Mode{mode.None})
 	for _, m := range missing {
 		if strings.HasPrefix(m, "kubeproxy.service-scale") {
@@ -78,7 +68,7 @@ func TestUnspecified(t *testing.T) {
 }
 
 func TestSaveRawNeverOverwrites(t *testing.T) {
-	reg := registry(t)
+	reg := claimstest.Registry(t)
 	d, err := report.Create(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -96,7 +86,7 @@ func TestSaveRawNeverOverwrites(t *testing.T) {
 }
 
 func TestGate(t *testing.T) {
-	reg := registry(t)
+	reg := claimstest.Registry(t)
 	c := reg.MustGet("latency.p50-overhead")
 	off := verdict.Judge(c, mode.AmbientL4, verdict.Measurement{Value: verdict.Float64(1.5)}) // not reproduced
 	on := verdict.Judge(c, mode.AmbientL4, verdict.Measurement{Value: verdict.Float64(0.1)})  // reproduced

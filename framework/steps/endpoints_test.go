@@ -15,6 +15,7 @@ import (
 	"github.com/meshclaims/meshclaims/fixtures"
 	wp "github.com/meshclaims/meshclaims/fixtures/workload/probe"
 	"github.com/meshclaims/meshclaims/framework/claims"
+	"github.com/meshclaims/meshclaims/framework/claims/claimstest"
 	"github.com/meshclaims/meshclaims/framework/config"
 	"github.com/meshclaims/meshclaims/framework/kubeproxymode"
 	"github.com/meshclaims/meshclaims/framework/mode"
@@ -122,7 +123,7 @@ func TestEndpointTrialRefuses(t *testing.T) {
 // registry's bands put a local-like reading (8 ms change, 1.03 s revert,
 // iptables) in iptables' band and a change held for minSyncPeriod out of it.
 func TestJudgeEndpointTiming(t *testing.T) {
-	reg := testRegistry(t)
+	reg := claimstest.Registry(t)
 	tm := EndpointTiming{KubeProxy: kubeproxymode.Settings{Mode: claims.KubeProxyIPTables, MinSyncPeriod: time.Second}}
 	for _, ms := range []int{9, 7, 8, 30, 6} {
 		tm.Readings = append(tm.Readings, EndpointReading{Change: time.Duration(ms) * time.Millisecond, ChangeResolution: time.Millisecond,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -33,13 +34,7 @@ func LateInjection(ctx context.Context, r *spec.Run) (verdict.Measurement, error
 	t := fixtures.Target{Namespace: fixtures.LateInjectionNamespace, Run: run}
 	timeouts := r.Env.Config.Timeouts
 	echo := fixtures.LateEcho(t, img)
-	if err := Apply(ctx, r, fixtures.LateNamespace(run, false), echo); err != nil {
-		return verdict.Measurement{}, err
-	}
-	if err := m.Kube.WaitAvailable(ctx, t.Namespace, timeouts.WorkloadsReady, echo.Name); err != nil {
-		return verdict.Measurement{}, err
-	}
-	before, err := onlyPod(ctx, r, t.Namespace, fixtures.EchoName, "")
+	before, err := runningEcho(ctx, r, fixtures.LateNamespace(run, false), echo)
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
@@ -60,11 +55,7 @@ func LateInjection(ctx context.Context, r *spec.Run) (verdict.Measurement, error
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
-	again, err := m.Kube.Client.CoreV1().Pods(t.Namespace).Get(ctx, before.Name, metav1.GetOptions{})
-	if err != nil {
-		return verdict.Measurement{}, fmt.Errorf("the pod started before the label, %s: %w", before.Name, err)
-	}
-	restarted, err := restartedPod(ctx, r, t.Namespace, echo.Name, before.UID)
+	again, restarted, err := keptAndRestarted(ctx, r, t.Namespace, echo.Name, before, "the pod started before the label")
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
@@ -127,6 +118,43 @@ func JudgeLateInjection(before, again, created, restarted *corev1.Pod) (verdict.
 		out = "restarted pod not injected"
 	}
 	return verdict.Measurement{Outcome: out, Detail: detail}, nil
+}
+
+// runningEcho applies namespace ns and echo (one replica) in it, waits
+// until echo is available and returns its one pod: the pod that runs
+// before the change a not-retroactive claim makes.
+func runningEcho(ctx context.Context, r *spec.Run, ns *corev1.Namespace, echo *appsv1.Deployment) (*corev1.Pod, error) {
+	m, err := ClusterOf(r)
+	if err != nil {
+		return nil, err
+	}
+	if err := Apply(ctx, r, ns, echo); err != nil {
+		return nil, err
+	}
+	if err := m.Kube.WaitAvailable(ctx, echo.Namespace, r.Env.Config.Timeouts.WorkloadsReady, echo.Name); err != nil {
+		return nil, err
+	}
+	return onlyPod(ctx, r, echo.Namespace, fixtures.EchoName, "")
+}
+
+// keptAndRestarted is what a not-retroactive claim compares: pod before
+// of Deployment name as it is now, still running from before the change
+// (read again, for what the change did to it in place), and the pod a
+// rollout restart then makes. what says in an error which pod before is.
+func keptAndRestarted(ctx context.Context, r *spec.Run, ns, name string, before *corev1.Pod, what string) (again, restarted *corev1.Pod, err error) {
+	m, err := ClusterOf(r)
+	if err != nil {
+		return nil, nil, err
+	}
+	again, err = m.Kube.Client.CoreV1().Pods(ns).Get(ctx, before.Name, metav1.GetOptions{})
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s, %s: %w", what, before.Name, err)
+	}
+	restarted, err = restartedPod(ctx, r, ns, name, before.UID)
+	if err != nil {
+		return nil, nil, err
+	}
+	return again, restarted, nil
 }
 
 // restartedPod restarts Deployment name (kubectl rollout restart), waits

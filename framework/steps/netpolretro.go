@@ -11,7 +11,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/meshclaims/meshclaims/fixtures"
@@ -162,17 +161,10 @@ func NetPolRetroWith(ctx context.Context, r *spec.Run, enable EnforcementSwitch)
 	}
 	run, img := r.Env.Config.RunID, m.Options.Images
 	t := fixtures.Target{Namespace: fixtures.NetpolRetroNamespace, Run: run}
-	timeouts := r.Env.Config.Timeouts
 	r.Touch(t.Namespace)
 	c := InMeshOf(r, mode.None)
 	echo := fixtures.NetpolRetroEcho(t, img)
-	if err := Apply(ctx, r, fixtures.NetpolRetroNS(run), echo); err != nil {
-		return verdict.Measurement{}, err
-	}
-	if err := m.Kube.WaitAvailable(ctx, t.Namespace, timeouts.WorkloadsReady, echo.Name); err != nil {
-		return verdict.Measurement{}, err
-	}
-	before, err := onlyPod(ctx, r, t.Namespace, fixtures.EchoName, "")
+	before, err := runningEcho(ctx, r, fixtures.NetpolRetroNS(run), echo)
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
@@ -189,21 +181,11 @@ func NetPolRetroWith(ctx context.Context, r *spec.Run, enable EnforcementSwitch)
 	if err := Apply(ctx, r, policy); err != nil {
 		return verdict.Measurement{}, err
 	}
-	if err := awaitResolved(ctx, r, policy, before); err != nil {
-		return verdict.Measurement{}, err
-	}
-	if err := AwaitApplied(ctx, r, policy); err != nil {
-		return verdict.Measurement{}, err
-	}
-	old, err := Probe(ctx, r, c, podURL(before))
+	old, err := probeEnforced(ctx, r, c, policy, before)
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
-	again, err := m.Kube.Client.CoreV1().Pods(t.Namespace).Get(ctx, before.Name, metav1.GetOptions{})
-	if err != nil {
-		return verdict.Measurement{}, fmt.Errorf("the pod that ran before enforcement, %s: %w", before.Name, err)
-	}
-	recreated, err := restartedPod(ctx, r, t.Namespace, echo.Name, before.UID)
+	again, recreated, err := keptAndRestarted(ctx, r, t.Namespace, echo.Name, before, "the pod that ran before enforcement")
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
@@ -212,13 +194,7 @@ func NetPolRetroWith(ctx context.Context, r *spec.Run, enable EnforcementSwitch)
 	// its IP, then the bounded settle for the agent; kube-router's rules
 	// name its IP): a new pod the CNI has not reached yet would answer for
 	// a reason that is not the claim's.
-	if err := awaitResolved(ctx, r, policy, recreated); err != nil {
-		return verdict.Measurement{}, err
-	}
-	if err := AwaitApplied(ctx, r, policy); err != nil {
-		return verdict.Measurement{}, err
-	}
-	fresh, err := Probe(ctx, r, c, podURL(recreated))
+	fresh, err := probeEnforced(ctx, r, c, policy, recreated)
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
@@ -237,6 +213,19 @@ func NetPolRetroWith(ctx context.Context, r *spec.Run, enable EnforcementSwitch)
 	}
 	r.Logf("enforcement not retroactive: %s %s", got.Outcome, got.Detail)
 	return got, nil
+}
+
+// probeEnforced probes pod p once np is programmed for it: resolved to p
+// by the VPC CNI's controller (awaitResolved), then applied by the
+// enforcer (AwaitApplied).
+func probeEnforced(ctx context.Context, r *spec.Run, c probe.Client, np *networkingv1.NetworkPolicy, p *corev1.Pod) (probe.Result, error) {
+	if err := awaitResolved(ctx, r, np, p); err != nil {
+		return probe.Result{}, err
+	}
+	if err := AwaitApplied(ctx, r, np); err != nil {
+		return probe.Result{}, err
+	}
+	return Probe(ctx, r, c, podURL(p))
 }
 
 // awaitResolved waits, on the VPC CNI, until its network policy

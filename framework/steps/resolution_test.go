@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meshclaims/meshclaims/framework/claims/claimstest"
 	"github.com/meshclaims/meshclaims/framework/config"
 	"github.com/meshclaims/meshclaims/framework/fortioresult"
 	"github.com/meshclaims/meshclaims/framework/fortioresult/fortiotest"
@@ -21,7 +22,7 @@ const fineEnough = 1e-5
 // latencyRun is a spec.Run of a latency claim with documented durations.
 func latencyRun(t *testing.T, claim string) *spec.Run {
 	t.Helper()
-	reg := testRegistry(t)
+	reg := claimstest.Registry(t)
 	return spec.NewRun(reg.MustGet(claim), mode.AmbientL4, &spec.Env{Config: &config.Config{DurationScale: 1}}, nil)
 }
 

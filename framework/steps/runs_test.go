@@ -3,6 +3,7 @@ package steps
 import (
 	"testing"
 
+	"github.com/meshclaims/meshclaims/framework/claims/claimstest"
 	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/report"
 	"github.com/meshclaims/meshclaims/framework/spec"
@@ -11,7 +12,7 @@ import (
 // A shared measurement runs once; the spec that reuses it lists the same raw
 // results and setup as the one that made it.
 func TestMemoSharesRawAndSetup(t *testing.T) {
-	reg := testRegistry(t)
+	reg := claimstest.Registry(t)
 	d, err := report.Create(t.TempDir())
 	if err != nil {
 		t.Fatal(err)

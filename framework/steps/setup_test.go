@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meshclaims/meshclaims/framework/claims/claimstest"
 	"github.com/meshclaims/meshclaims/framework/config"
 	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/spec"
@@ -13,7 +14,7 @@ import (
 // Every load-driven claim's load comes from its registry setup: the numbers
 // the registry states, the duration scaled, never below the floor.
 func TestSetupLoadFromRegistry(t *testing.T) {
-	reg := testRegistry(t)
+	reg := claimstest.Registry(t)
 	env := &spec.Env{Config: &config.Config{DurationScale: 0.5}}
 	cases := []struct {
 		claim string

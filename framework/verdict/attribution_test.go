@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/meshclaims/meshclaims/framework/claims"
+	"github.com/meshclaims/meshclaims/framework/claims/claimstest"
 	"github.com/meshclaims/meshclaims/framework/mode"
 )
 
@@ -13,7 +14,7 @@ import (
 // a run without any -1, or one whose -1s the log does not explain, says
 // nothing either way.
 func TestJudgeAttribution(t *testing.T) {
-	c := registry(t).MustGet("rollout.no-response-cause")
+	c := claimstest.Registry(t).MustGet("rollout.no-response-cause")
 	for _, tc := range []struct {
 		name string
 		m    mode.Mode

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/meshclaims/meshclaims/framework/claims"
+	"github.com/meshclaims/meshclaims/framework/claims/claimstest"
 )
 
 // Every claim's documented value passes its own band (a band that rejects
@@ -13,7 +14,7 @@ import (
 // differ, neither mode's documented value passes the other's band and their
 // headline bands do not meet: no one measurement can pass as both.
 func TestBandsDiscriminate(t *testing.T) {
-	reg := registry(t)
+	reg := claimstest.Registry(t)
 	for _, c := range reg.Claims {
 		for _, m := range c.JudgedDocumented() {
 			for _, u := range c.Documented[m].Variants() {
@@ -232,7 +233,7 @@ func TestKubeProxyBandsDiscriminate(t *testing.T) {
 		}
 	}
 	// The registry's own band separates them: nothing fires.
-	c := registry(t).MustGet("kubeproxy.kind-service-ready")
+	c := claimstest.Registry(t).MustGet("kubeproxy.kind-service-ready")
 	if o := append(Overlaps(c), crossPasses(c)...); len(o) > 0 {
 		t.Errorf("registry band: %v", o)
 	}
@@ -289,7 +290,7 @@ func TestConntrackBandsDiscriminate(t *testing.T) {
 		t.Errorf("max_rate 0.6: cross passes %q", o)
 	}
 	// The registry's own band separates all three: nothing fires.
-	c := registry(t).MustGet("conntrack.table-full")
+	c := claimstest.Registry(t).MustGet("conntrack.table-full")
 	if o := append(Overlaps(c), crossPasses(c)...); len(o) > 0 {
 		t.Errorf("registry band: %v", o)
 	}

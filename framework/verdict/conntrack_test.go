@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/meshclaims/meshclaims/framework/claims/claimstest"
 	"github.com/meshclaims/meshclaims/framework/mode"
 )
 
@@ -14,7 +15,7 @@ func failed(limit, count int64) Measurement {
 // conntrack.table-full judges one VM run per limit, each against its own
 // limit's figure; the verdict is the worst.
 func TestJudgeConntrackPerLimit(t *testing.T) {
-	c := registry(t).MustGet("conntrack.table-full")
+	c := claimstest.Registry(t).MustGet("conntrack.table-full")
 	for _, tc := range []struct {
 		name string
 		got  Measurement

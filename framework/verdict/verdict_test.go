@@ -1,25 +1,14 @@
 package verdict
 
 import (
-	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/meshclaims/meshclaims/framework/claims"
+	"github.com/meshclaims/meshclaims/framework/claims/claimstest"
 	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/stats"
 )
-
-func registry(t *testing.T) *claims.Registry {
-	t.Helper()
-	_, here, _, _ := runtime.Caller(0)
-	reg, err := claims.Load(filepath.Join(filepath.Dir(here), "..", "..", "testdata", "claims.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return reg
-}
 
 func ratio(t *testing.T, ak, an, bk, bn int64) *stats.RatioEstimate {
 	a, err := stats.Wilson(ak, an, Confidence)
@@ -47,7 +36,7 @@ type judgeCase struct {
 }
 
 func TestJudge(t *testing.T) {
-	reg := registry(t)
+	reg := claimstest.Registry(t)
 	cases := []judgeCase{
 		{"GUIDE's own sidecar rollout numbers reproduce", "rollout.baseline", mode.Sidecar,
 			Measurement{Count: Int64(324), Total: Int64(60000), NoResponse: Int64(2)}, Reproduced, "503 rate 324/60000"},
@@ -223,7 +212,7 @@ func bandFixes(t *testing.T) []judgeCase {
 // that names no kube-proxy mode, or one nothing is documented for, is
 // inconclusive, never judged against another mode's figure.
 func TestJudgePerKubeProxyMode(t *testing.T) {
-	c := registry(t).MustGet("kubeproxy.kind-service-ready")
+	c := claimstest.Registry(t).MustGet("kubeproxy.kind-service-ready")
 	at := func(v float64, kp claims.KubeProxyMode) Measurement {
 		return Measurement{Value: Float64(v), KubeProxyMode: kp}
 	}

@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/meshclaims/meshclaims/framework/apiserver"
@@ -61,11 +60,7 @@ func TestEnforcingFlag(t *testing.T) {
 // says every node runs the new template; aws-node without the agent is
 // ErrNoAgent.
 func TestReadOnARealAPIServer(t *testing.T) {
-	srv := apiserver.ForTest(t)
-	c, err := kubernetes.NewForConfig(srv.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := apiserver.ClientsetForTest(t)
 	ctx := context.Background()
 	dss := c.AppsV1().DaemonSets(Namespace)
 	del := func() { _ = dss.Delete(ctx, DaemonSet, metav1.DeleteOptions{}) }

@@ -1,7 +1,6 @@
 package all
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -10,41 +9,21 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	ocireg "github.com/google/go-containerregistry/pkg/registry"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/meshclaims/meshclaims/fixtures"
 	"github.com/meshclaims/meshclaims/framework/apiserver"
 	"github.com/meshclaims/meshclaims/framework/apply"
+	"github.com/meshclaims/meshclaims/framework/cleanup/cleanuptest"
 	"github.com/meshclaims/meshclaims/framework/mode"
 )
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
 
 // Ctrl-C while the e2e binary is in its before-all: a real SIGINT to the
 // suite as a user runs it (Ginkgo's interrupt handling and the suite's own,
@@ -64,24 +43,12 @@ func TestCtrlCDuringSetUpDeletesWhatTheRunCreated(t *testing.T) {
 		t.Fatal(err)
 	}
 	reg := httptest.NewServer(ocireg.New(ocireg.Logger(log.New(io.Discard, "", 0))))
-	defer reg.Close()
+	t.Cleanup(reg.Close) // after the e2e process is gone (cleanups run last first)
 	const run = "ctrl-c"
 	cmd := exec.Command(bin, "-mode=none", "-provider=existing", "-kubeconfig="+kc, "-context=envtest",
 		"-image-registry="+strings.TrimPrefix(reg.URL, "http://"), "-results="+filepath.Join(dir, "results"), "-run-id="+run,
 		"-ready-timeout=30m", "-ginkgo.v")
-	out := &lockedBuffer{}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	defer func() {
-		if cmd.ProcessState == nil {
-			_ = cmd.Process.Kill()
-		}
-		t.Logf("e2e output:\n%s", out.String())
-	}()
+	e2e := cleanuptest.Start(t, cmd, "e2e")
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -100,36 +67,18 @@ func TestCtrlCDuringSetUpDeletesWhatTheRunCreated(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	deadline := time.Now().Add(20 * time.Minute) // a cold cache builds the workload image
-	for !strings.Contains(out.String(), "workloads: waiting for") {
-		select {
-		case err := <-exited:
-			t.Fatalf("the run ended before it was interrupted: %v", err)
-		case <-time.After(200 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("set-up never reached the workloads")
-		}
-	}
-	if got := labelled(t, c, run, objs); len(got) != len(objs) {
+	e2e.WaitForOutput(t, "workloads: waiting for", 20*time.Minute) // a cold cache builds the workload image
+	if got := cleanuptest.Labelled(t, c, run, objs); len(got) != len(objs) {
 		t.Fatalf("detector blind: %d of the run's %d objects found by label before Ctrl-C: %v", len(got), len(objs), got)
 	}
-	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
-		t.Fatal(err)
+	var ee *exec.ExitError
+	if err := e2e.Interrupt(t, 10*time.Minute); !errors.As(err, &ee) {
+		t.Errorf("an interrupted run exited %v, want a failure", err)
 	}
-	select {
-	case err := <-exited:
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) {
-			t.Errorf("an interrupted run exited %v, want a failure", err)
-		}
-	case <-time.After(10 * time.Minute):
-		t.Fatal("the interrupted run did not exit")
-	}
-	if got := labelled(t, c, run, objs); len(got) != 0 {
+	if got := cleanuptest.Labelled(t, c, run, objs); len(got) != 0 {
 		t.Errorf("left behind after Ctrl-C: %v", got)
 	}
-	if !strings.Contains(out.String(), "deleted what this run created") {
+	if !strings.Contains(e2e.Output(), "deleted what this run created") {
 		t.Errorf("the suite's interrupt clean-up did not report success")
 	}
 }
@@ -153,29 +102,4 @@ func finalizeDeletedNamespaces(ctx context.Context, cs kubernetes.Interface, run
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-}
-
-// labelled lists, by the run label, every kind objs has.
-func labelled(t *testing.T, c client.Client, run string, objs []client.Object) []string {
-	t.Helper()
-	kinds := map[schema.GroupVersionKind]bool{}
-	for _, o := range objs {
-		u, err := apply.ToUnstructured(o, apply.Scheme())
-		if err != nil {
-			t.Fatal(err)
-		}
-		kinds[u.GroupVersionKind()] = true
-	}
-	var left []string
-	for gvk := range kinds {
-		l := &unstructured.UnstructuredList{}
-		l.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-		if err := c.List(context.Background(), l, client.MatchingLabels{fixtures.LabelRun: run}); err != nil {
-			t.Fatalf("list %s: %v", gvk, err)
-		}
-		for _, it := range l.Items {
-			left = append(left, gvk.Kind+" "+it.GetNamespace()+"/"+it.GetName())
-		}
-	}
-	return left
 }
