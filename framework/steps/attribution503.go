@@ -101,10 +101,7 @@ func RolloutAccessLog(ctx context.Context, r *spec.Run) (verdict.Measurement, er
 	// next spec starts only once the client's sidecar has dropped the log
 	// (a listener update under its load would be measured).
 	r.Defer(func(ctx context.Context) error { return AwaitRemoved(ctx, r, tel) })
-	if err := Apply(ctx, r, tel); err != nil {
-		return verdict.Measurement{}, err
-	}
-	if err := AwaitApplied(ctx, r, tel); err != nil {
+	if err := ApplyAndAwait(ctx, r, tel); err != nil {
 		return verdict.Measurement{}, err
 	}
 	c := InMesh(r)

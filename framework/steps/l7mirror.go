@@ -45,10 +45,7 @@ func Mirroring(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
 		return verdict.Measurement{}, err
 	}
 	route := fixtures.CanaryMirrorRoute(Target(r))
-	if err := Apply(ctx, r, route); err != nil {
-		return verdict.Measurement{}, err
-	}
-	if err := AwaitApplied(ctx, r, route); err != nil {
+	if err := ApplyAndAwait(ctx, r, route); err != nil {
 		return verdict.Measurement{}, err
 	}
 	mark := fmt.Sprintf("mirror-%s-%d", r.Env.Config.RunID, time.Now().UnixNano())

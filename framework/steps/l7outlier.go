@@ -67,10 +67,7 @@ func OutlierDetection(ctx context.Context, r *spec.Run) (verdict.Measurement, er
 		return verdict.Measurement{}, fmt.Errorf("positive control before the rule: calls to %s never reached both the healthy and the failing pod: %w", url, err)
 	}
 	rule := fixtures.EchoOutlierDetection(t)
-	if err := Apply(ctx, r, rule); err != nil {
-		return verdict.Measurement{}, err
-	}
-	if err := AwaitApplied(ctx, r, rule); err != nil {
+	if err := ApplyAndAwait(ctx, r, rule); err != nil {
 		return verdict.Measurement{}, err
 	}
 	codes, err := calls(SplitRequests)

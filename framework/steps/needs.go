@@ -153,10 +153,7 @@ func UnderNetPol(ctx context.Context, r *spec.Run, policy *networkingv1.NetworkP
 	if err := PositiveControl(ctx, r, InMesh(r), url); err != nil {
 		return verdict.Measurement{}, err
 	}
-	if err := Apply(ctx, r, policy); err != nil {
-		return verdict.Measurement{}, err
-	}
-	if err := AwaitApplied(ctx, r, policy); err != nil {
+	if err := ApplyAndAwait(ctx, r, policy); err != nil {
 		return verdict.Measurement{}, err
 	}
 	t0 := time.Now()

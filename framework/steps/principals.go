@@ -20,10 +20,7 @@ const RBACDeniedBody = "RBAC: access denied"
 // calls echo as service account good, then as bad (JudgePrincipals).
 func Principals(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
 	policy := fixtures.AuthzAllowGoodFor(Target(r), r.Mode)
-	if err := Apply(ctx, r, policy); err != nil {
-		return verdict.Measurement{}, err
-	}
-	if err := AwaitApplied(ctx, r, policy); err != nil {
+	if err := ApplyAndAwait(ctx, r, policy); err != nil {
 		return verdict.Measurement{}, err
 	}
 	good, err := Probe(ctx, r, ClientAs(r, fixtures.ClientGoodName), EchoURL(r))

@@ -50,6 +50,16 @@ func AwaitApplied(ctx context.Context, r *spec.Run, objs ...client.Object) error
 	return await(ctx, r, true, objs)
 }
 
+// ApplyAndAwait applies objs for the rest of the spec (Apply) and waits
+// until the data plane carries them (AwaitApplied): what a spec does before
+// measuring a policy's effect.
+func ApplyAndAwait(ctx context.Context, r *spec.Run, objs ...client.Object) error {
+	if err := Apply(ctx, r, objs...); err != nil {
+		return err
+	}
+	return AwaitApplied(ctx, r, objs...)
+}
+
 // AwaitRemoved waits until the data plane of r's mode no longer carries
 // objs (just deleted), and records each wait.
 func AwaitRemoved(ctx context.Context, r *spec.Run, objs ...client.Object) error {

@@ -14,10 +14,7 @@ import (
 func callAs(client string) func(context.Context, *spec.Run) (verdict.Measurement, error) {
 	return func(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
 		policy := fixtures.AuthzAllowGood(steps.Target(r))
-		if err := steps.Apply(ctx, r, policy); err != nil {
-			return verdict.Measurement{}, err
-		}
-		if err := steps.AwaitApplied(ctx, r, policy); err != nil {
+		if err := steps.ApplyAndAwait(ctx, r, policy); err != nil {
 			return verdict.Measurement{}, err
 		}
 		return steps.ProbeOutcome(ctx, r, steps.ClientAs(r, client), steps.EchoURL(r))

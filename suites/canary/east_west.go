@@ -21,10 +21,7 @@ var _ = spec.Declare(spec.Def{
 	Scenario: "HTTPRoute 90/10 on echo-canary; in-mesh client -> echo-canary, share of v2",
 	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
 		route := fixtures.CanaryHTTPRoute(steps.Target(r), fixtures.DefaultSplit)
-		if err := steps.Apply(ctx, r, route); err != nil {
-			return verdict.Measurement{}, err
-		}
-		if err := steps.AwaitApplied(ctx, r, route); err != nil {
+		if err := steps.ApplyAndAwait(ctx, r, route); err != nil {
 			return verdict.Measurement{}, err
 		}
 		url := fmt.Sprintf("http://%s.%s:%d/debug", fixtures.CanaryName, r.Namespace(), fixtures.EchoHTTPPort)

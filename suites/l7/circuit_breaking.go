@@ -20,10 +20,7 @@ var _ = spec.Declare(spec.Def{
 	Scenario: "DestinationRule pool of one on echo; fortio 200 qps x 16 against echo ?delay=20ms, share of 503",
 	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
 		rule := fixtures.EchoBreaker(steps.Target(r))
-		if err := steps.Apply(ctx, r, rule); err != nil {
-			return verdict.Measurement{}, err
-		}
-		if err := steps.AwaitApplied(ctx, r, rule); err != nil {
+		if err := steps.ApplyAndAwait(ctx, r, rule); err != nil {
 			return verdict.Measurement{}, err
 		}
 		return steps.CircuitBreaking(ctx, r)

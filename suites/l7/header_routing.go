@@ -25,10 +25,7 @@ var _ = spec.Declare(spec.Def{
 	Scenario: "HTTPRoute header match on echo-canary; in-mesh client with and without the header, share of v2",
 	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
 		route := fixtures.CanaryHeaderRoute(steps.Target(r))
-		if err := steps.Apply(ctx, r, route); err != nil {
-			return verdict.Measurement{}, err
-		}
-		if err := steps.AwaitApplied(ctx, r, route); err != nil {
+		if err := steps.ApplyAndAwait(ctx, r, route); err != nil {
 			return verdict.Measurement{}, err
 		}
 		url := fmt.Sprintf("http://%s.%s:%d/debug", fixtures.CanaryName, r.Namespace(), fixtures.EchoHTTPPort)

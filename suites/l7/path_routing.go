@@ -21,10 +21,7 @@ var _ = spec.Declare(spec.Def{
 	Scenario: "HTTPRoute path match on echo-canary; in-mesh client -> /debug, share of v2",
 	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
 		route := fixtures.CanaryPathRoute(steps.Target(r))
-		if err := steps.Apply(ctx, r, route); err != nil {
-			return verdict.Measurement{}, err
-		}
-		if err := steps.AwaitApplied(ctx, r, route); err != nil {
+		if err := steps.ApplyAndAwait(ctx, r, route); err != nil {
 			return verdict.Measurement{}, err
 		}
 		url := fmt.Sprintf("http://%s.%s:%d%s", fixtures.CanaryName, r.Namespace(), fixtures.EchoHTTPPort, fixtures.DebugPath)

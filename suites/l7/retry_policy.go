@@ -20,10 +20,7 @@ var _ = spec.Declare(spec.Def{
 	Scenario: "VirtualService retries 3 x 5xx on echo; in-mesh client -> echo?status=500:50, share of 500s seen",
 	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
 		policy := fixtures.EchoRetries(steps.Target(r))
-		if err := steps.Apply(ctx, r, policy); err != nil {
-			return verdict.Measurement{}, err
-		}
-		if err := steps.AwaitApplied(ctx, r, policy); err != nil {
+		if err := steps.ApplyAndAwait(ctx, r, policy); err != nil {
 			return verdict.Measurement{}, err
 		}
 		url := fmt.Sprintf("http://%s.%s:%d/?%s", fixtures.EchoName, r.Namespace(), fixtures.EchoHTTPPort, fixtures.FlakyQuery())

@@ -50,10 +50,7 @@ var _ = spec.Declare(spec.Def{
 	Scenario: "STRICT with port 8080 PERMISSIVE: plaintext client outside the mesh -> echo pod:8080",
 	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
 		pa := fixtures.PeerAuthPortPermissive(steps.Target(r))
-		if err := steps.Apply(ctx, r, pa); err != nil {
-			return verdict.Measurement{}, err
-		}
-		if err := steps.AwaitApplied(ctx, r, pa); err != nil {
+		if err := steps.ApplyAndAwait(ctx, r, pa); err != nil {
 			return verdict.Measurement{}, err
 		}
 		return plaintextToEchoPod(ctx, r)

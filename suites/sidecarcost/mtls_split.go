@@ -34,10 +34,7 @@ var _ = spec.Declare(spec.Def{
 			var means [2]float64
 			for j, mutual := range []bool{false, true} {
 				dr := fixtures.EchoTLS(t, mutual)
-				if err := steps.Apply(ctx, r, dr); err != nil {
-					return 0, nil, err
-				}
-				if err := steps.AwaitApplied(ctx, r, dr); err != nil {
+				if err := steps.ApplyAndAwait(ctx, r, dr); err != nil {
 					return 0, nil, err
 				}
 				run, err := loadOf(ctx, r, steps.InMesh(r), steps.RunName(map[bool]string{false: "mtls-off", true: "mtls-on"}[mutual], i), steps.EchoURL(r))
