@@ -3,6 +3,7 @@ package steps
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -11,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/meshclaims/meshclaims/fixtures"
@@ -213,7 +215,7 @@ func createFillers(ctx context.Context, r *spec.Run, n int) (cleanup func(), nat
 	g.SetLimit(FillerWorkers)
 	var created atomic.Int64
 	for i := 0; i < n; i++ {
-		s := fixtures.WorkloadService(t, fmt.Sprintf("filler-%05d", i), fixtures.EchoHTTPPort)
+		s := fixtures.WorkloadService(t, fmt.Sprintf(FillerPrefix+"%05d", i), fixtures.EchoHTTPPort)
 		s.Spec.Selector = versionSelector(fixtures.CanaryV1)
 		g.Go(func() error {
 			if _, err := m.Kube.Client.CoreV1().Services(t.Namespace).Create(gctx, s, metav1.CreateOptions{}); err != nil {
@@ -231,9 +233,17 @@ func createFillers(ctx context.Context, r *spec.Run, n int) (cleanup func(), nat
 	if err := g.Wait(); err != nil {
 		return cleanup, 0, err
 	}
-	// made is in the order the creations completed: the last of it is the
-	// newest Service, whose rules come with or after everyone else's.
-	last, err := m.Kube.Client.CoreV1().Services(t.Namespace).Get(ctx, made[len(made)-1].Name, metav1.GetOptions{})
+	// The controller-manager writes the Services' EndpointSlices at its
+	// API rate, not in creation order: a 10,000-Service run found the last
+	// created Service answering after 1.8 s while 2,000 others had no
+	// slice yet, and the measured Service then queued behind them. So the
+	// wait is first for every extra Service's slice, then for the Service
+	// whose slice came last to answer through kube-proxy.
+	newest, err := awaitFillerSlices(ctx, r, n)
+	if err != nil {
+		return cleanup, 0, err
+	}
+	last, err := m.Kube.Client.CoreV1().Services(t.Namespace).Get(ctx, newest, metav1.GetOptions{})
 	if err != nil {
 		return cleanup, 0, err
 	}
@@ -260,6 +270,74 @@ func createFillers(ctx context.Context, r *spec.Run, n int) (cleanup func(), nat
 	})
 	r.Logf("the last of %d extra Services answered %s after it was created", n, time.Since(start).Round(time.Millisecond))
 	return cleanup, 0, err
+}
+
+// FillerPrefix names the scale claims' extra Services (filler-00000, ...).
+const FillerPrefix = "filler-"
+
+// awaitFillerSlices waits (Timeouts.ServicesSynced) until each of the n
+// extra Services in r's namespace has an EndpointSlice with a ready
+// endpoint, logging progress, and returns the Service whose slice was
+// created last.
+func awaitFillerSlices(ctx context.Context, r *spec.Run, n int) (string, error) {
+	m, err := ClusterOf(r)
+	if err != nil {
+		return "", err
+	}
+	var newest string
+	logged := 0
+	err = PollUntil(ctx, r.Env.Config.Timeouts.ServicesSynced, 5*time.Second, func(ctx context.Context) (bool, string, error) {
+		var slices []discoveryv1.EndpointSlice
+		opts := metav1.ListOptions{Limit: 2000}
+		for {
+			page, err := m.Kube.Client.DiscoveryV1().EndpointSlices(r.Namespace()).List(ctx, opts)
+			if err != nil {
+				return false, "listing EndpointSlices: " + err.Error(), nil
+			}
+			slices = append(slices, page.Items...)
+			if opts.Continue = page.Continue; opts.Continue == "" {
+				break
+			}
+		}
+		have, last := FillerSlices(slices, FillerPrefix)
+		newest = last
+		msg := fmt.Sprintf("%d/%d extra Services have an EndpointSlice with a ready endpoint", have, n)
+		if have >= logged+1000 || have >= n {
+			r.Logf("%s", msg)
+			logged = have
+		}
+		return have >= n, msg, nil
+	})
+	return newest, err
+}
+
+// FillerSlices counts the Services named with prefix that have an
+// EndpointSlice with at least one ready endpoint, and names the one whose
+// such slice was created last.
+func FillerSlices(slices []discoveryv1.EndpointSlice, prefix string) (int, string) {
+	seen := map[string]bool{}
+	var newest string
+	var newestAt time.Time
+	for _, sl := range slices {
+		svc := sl.Labels[discoveryv1.LabelServiceName]
+		if !strings.HasPrefix(svc, prefix) || !hasReadyEndpoint(sl) {
+			continue
+		}
+		seen[svc] = true
+		if at := sl.CreationTimestamp.Time; newest == "" || at.After(newestAt) || (at.Equal(newestAt) && svc > newest) {
+			newest, newestAt = svc, at
+		}
+	}
+	return len(seen), newest
+}
+
+func hasReadyEndpoint(sl discoveryv1.EndpointSlice) bool {
+	for _, e := range sl.Endpoints {
+		if e.Conditions.Ready == nil || *e.Conditions.Ready {
+			return true
+		}
+	}
+	return false
 }
 
 // NewConnectionSamples is how many new connections kubeproxy.new-connection-growth
