@@ -268,7 +268,7 @@ func createFillers(ctx context.Context, r *spec.Run, n int) (cleanup func(), nat
 			r.Logf("the last of %d extra Services not answering yet after %s (%s)", n, time.Since(start).Round(time.Second), res.Outcome)
 		}
 	})
-	r.Logf("the last of %d extra Services answered %s after it was created", n, time.Since(start).Round(time.Millisecond))
+	r.Logf("the Service whose EndpointSlice came last of %d extra ones answered %s after every one had its slice", n, time.Since(start).Round(time.Millisecond))
 	return cleanup, 0, err
 }
 
