@@ -96,6 +96,21 @@ func await(ctx context.Context, r *spec.Run, present bool, objs []client.Object)
 	return nil
 }
 
+// rbacEnvoys selects the Envoys that enforce AuthorizationPolicy obj in
+// their RBAC filters: echo's sidecars in sidecar mode; in ambient-l7 the
+// waypoint for a policy bound by targetRefs to a Service (pilot builds it
+// into the waypoint's RBAC filters under the same policy names as a
+// sidecar's). "" where no Envoy does (ztunnel enforces a selector policy).
+func rbacEnvoys(obj client.Object) string {
+	switch md := modeOfNamespace(obj.GetNamespace()); {
+	case md == mode.Sidecar:
+		return fixtures.LabelApp + "=" + fixtures.EchoName
+	case md == mode.AmbientL7 && targetsService(obj):
+		return LabelGatewayName + "=" + fixtures.WaypointName
+	}
+	return ""
+}
+
 // drainedCondition is, for an AuthorizationPolicy an Envoy enforces (echo's
 // sidecars, the waypoint), the wait after its RBAC filter is carried until
 // that Envoy holds no draining filter chains. Adding the filter is a
@@ -113,14 +128,13 @@ func drainedCondition(m *spec.Cluster, obj client.Object, present bool) (string,
 	if kind != "AuthorizationPolicy" || !present {
 		return "", nil
 	}
-	var who, selector string
-	switch md := modeOfNamespace(ns); {
-	case md == mode.Sidecar:
-		who, selector = "echo's sidecars", fixtures.LabelApp+"="+fixtures.EchoName
-	case md == mode.AmbientL7 && targetsService(obj):
-		who, selector = "the waypoint's Envoy", LabelGatewayName+"="+fixtures.WaypointName
-	default:
+	selector := rbacEnvoys(obj)
+	if selector == "" {
 		return "", nil
+	}
+	who := "echo's sidecars"
+	if modeOfNamespace(ns) == mode.AmbientL7 {
+		who = "the waypoint's Envoy"
 	}
 	return fmt.Sprintf("%s to hold no filter chain from before AuthorizationPolicy %s/%s (%s 0): every connection is then accepted under the policy", who, ns, name, proxydump.FilterChainsDraining),
 		envoyEachAt(m.Kube, ns, selector, proxydump.FilterChainsDrainingPath, true, func(stats string) (bool, string, error) {
@@ -155,13 +169,10 @@ func pushedCondition(m *spec.Cluster, r *spec.Run, obj client.Object, present bo
 	switch {
 	case kind == "AuthorizationPolicy" && md == mode.Sidecar:
 		return fmt.Sprintf("echo's sidecars to %s AuthorizationPolicy %s/%s in their RBAC filters", verb, ns, name),
-			envoyEach(m.Kube, ns, echo, present, func(d string) (bool, string, error) { return proxydump.EnvoyRBACPolicy(d, ns, name) }), ""
+			envoyEach(m.Kube, ns, rbacEnvoys(obj), present, func(d string) (bool, string, error) { return proxydump.EnvoyRBACPolicy(d, ns, name) }), ""
 	case kind == "AuthorizationPolicy" && md == mode.AmbientL7 && targetsService(obj):
-		// A policy bound by targetRefs to a Service is the waypoint's:
-		// pilot builds it into the waypoint's RBAC filters under the
-		// same policy names as a sidecar's.
 		return fmt.Sprintf("the waypoint's Envoy to %s AuthorizationPolicy %s/%s in its RBAC filters", verb, ns, name),
-			envoyEach(m.Kube, ns, LabelGatewayName+"="+fixtures.WaypointName, present, func(d string) (bool, string, error) { return proxydump.EnvoyRBACPolicy(d, ns, name) }), ""
+			envoyEach(m.Kube, ns, rbacEnvoys(obj), present, func(d string) (bool, string, error) { return proxydump.EnvoyRBACPolicy(d, ns, name) }), ""
 	case kind == "AuthorizationPolicy" && md.Ambient():
 		// A selector policy is ztunnel's to enforce, waypoint or not.
 		return fmt.Sprintf("every ztunnel to %s AuthorizationPolicy %s/%s in its policies", verb, ns, name),
