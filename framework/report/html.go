@@ -47,7 +47,7 @@ type envField struct{ Key, Value string }
 // shownEnv are the environment.json keys the template names.
 var shownEnv = map[string]bool{"run_id": true, "started": true, "finished": true, "provider": true, "cluster": true,
 	"kubernetes": true, "node_image": true, "istio": true, "fortio": true, "modes": true, "duration_scale": true,
-	"repeats": true, "registry": true, "notes": true}
+	"repeats": true, "registry": true, "notes": true, "setup_error": true}
 
 // otherEnv lists env's fields that the template does not name, so a field
 // added to Environment shows up in the report without a template change.
@@ -282,10 +282,13 @@ code { font-size: 90%; }
 .figs { display: flex; flex-wrap: wrap; gap: 1em; }
 figure { margin: 0; } figcaption { font-size: 85%; color: #555; max-width: 40em; }
 .note { color: #7a5b00; }
+.failed { background: #fbe1e1; border: 1px solid #c33; padding: 0 .8em; }
+.failed pre { white-space: pre-wrap; }
 </style>
 </head>
 <body>
 <h1>meshclaims report — run {{.Env.RunID}}</h1>
+{{if .Env.SetupError}}<div id="setup-error" class="failed"><p><strong>Set-up failed: no claim was measured.</strong></p><pre>{{.Env.SetupError}}</pre></div>{{end}}
 <p><strong>{{count .Summary "reproduced"}} reproduced, {{count .Summary "not reproduced"}} not reproduced, {{count .Summary "inconclusive"}} inconclusive, {{count .Summary "recorded"}} recorded.</strong>
 {{if .Scaled}}Durations were scaled by {{.Env.DurationScale}}: rates and counts come from fewer requests than documented, so their intervals are wider.{{end}}</p>
 

@@ -25,6 +25,9 @@ func Markdown(w io.Writer, res *Results, reg *claims.Registry) error {
 	env := res.Environment
 	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
 	p("# meshclaims report — run %s\n\n", env.RunID)
+	if env.SetupError != "" {
+		p("> **Set-up failed: no claim was measured.** %s\n\n", strings.ReplaceAll(strings.TrimSpace(env.SetupError), "\n", "\n> "))
+	}
 	p("| where | value |\n|---|---|\n")
 	p("| provider | %s |\n| cluster | %s |\n| Kubernetes | %s |\n| Istio | %s |\n| fortio | %s |\n",
 		dash(env.Provider), dash(env.Cluster), dash(env.Kubernetes), dash(env.Istio), dash(env.Fortio))

@@ -272,3 +272,38 @@ func TestNotMeasuredSaysWhy(t *testing.T) {
 		}
 	}
 }
+
+// A failed set-up is stated at the top of report.md and report.html, not
+// only in JUnit; a run without one says nothing of the kind (the control).
+func TestSetupErrorInBothReports(t *testing.T) {
+	reg := claimstest.Registry(t)
+	const why = "kind: no container engine: neither docker nor podman is on PATH"
+	for _, setupErr := range []string{why, ""} {
+		d := sampleDir(t)
+		env, err := d.LoadEnvironment()
+		if err != nil {
+			t.Fatal(err)
+		}
+		env.SetupError = setupErr
+		if err := d.SaveEnvironment(env); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.Rebuild(reg); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range []string{"report.md", "report.html"} {
+			b, err := os.ReadFile(filepath.Join(d.Path, f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			failed := strings.Contains(string(b), "Set-up failed: no claim was measured.")
+			hasWhy := strings.Contains(string(b), why)
+			if failed != (setupErr != "") || hasWhy != (setupErr != "") {
+				t.Errorf("%s with set-up error %q: says failed %v, names why %v", f, setupErr, failed, hasWhy)
+			}
+			if strings.Count(string(b), why) > 1 {
+				t.Errorf("%s repeats the set-up error:\n%s", f, b)
+			}
+		}
+	}
+}

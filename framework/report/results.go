@@ -51,6 +51,9 @@ type Environment struct {
 	Repeats       int         `json:"repeats"`
 	Registry      string      `json:"registry"`
 	Notes         []string    `json:"notes,omitempty"`
+	// SetupError is why the run's set-up failed, when it did: no spec ran,
+	// and the report says so at its top rather than only in JUnit.
+	SetupError string `json:"setup_error,omitempty"`
 	// Undeclared are the "claim [mode]" pairs of the selected modes that no
 	// spec declares (spec.Unspecified), so results.json can say why they
 	// were not measured.
