@@ -17,7 +17,9 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -251,8 +253,10 @@ func Create(path string) (*Dir, error) {
 
 // Open opens an existing results directory.
 func Open(path string) (*Dir, error) {
-	if _, err := os.Stat(filepath.Join(path, "environment.json")); err != nil {
-		return nil, fmt.Errorf("%s is not a meshclaims results directory (no environment.json): %w", path, err)
+	if _, err := os.Stat(filepath.Join(path, "environment.json")); errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%s is not a meshclaims results directory: it holds no environment.json", path)
+	} else if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return &Dir{Path: path}, nil
 }
