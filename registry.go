@@ -1,7 +1,8 @@
 // Package meshclaims carries what the command-line tools need from the
 // repository wherever they run: the claims registry this version of the suite
 // was built with, so `meshclaims claims` and `meshclaims report` work from any
-// directory (and `go install`ed) without a checkout beside them.
+// directory (and `go install`ed) without a checkout beside them, and the
+// glossary every report links to.
 package meshclaims
 
 import _ "embed"
@@ -14,3 +15,9 @@ const ClaimsFile = "testdata/claims.yaml"
 //
 //go:embed testdata/claims.yaml
 var ClaimsYAML []byte
+
+// Glossary is docs/GLOSSARY.md as built: every report writes it beside
+// itself (glossary.md) and links to it, so the words are defined offline.
+//
+//go:embed docs/GLOSSARY.md
+var Glossary []byte

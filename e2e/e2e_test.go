@@ -65,13 +65,6 @@ func TestMain(m *testing.M) {
 		// flag; what follows it would be ignored without a word.
 		usageError(fmt.Errorf("unexpected argument %q: the suite takes flags only, and every flag after it would be ignored (%s)", flag.Arg(0), strings.Join(flag.Args(), " ")))
 	}
-	// go test passes -test.timeout=10m unless told otherwise, which would
-	// kill a live run midway (and leave its cluster behind). Raise go's
-	// default, and only its default, for runs that are not dry runs.
-	if t := flag.Lookup("test.timeout"); t != nil && t.Value.String() == "10m0s" && !flagSet("ginkgo.dry-run") {
-		_ = flag.Set("test.timeout", liveTimeout.String())
-		fmt.Fprintf(os.Stderr, "meshclaims: go test's default 10m timeout raised to %s for a live run; pass -timeout to choose another\n", liveTimeout)
-	}
 	if err := cfg.Validate(repoRoot(), time.Now()); err != nil {
 		usageError(err)
 	}
@@ -98,8 +91,18 @@ func TestMain(m *testing.M) {
 			usageError(err)
 		}
 	}
-	if t := flag.Lookup("test.timeout"); t != nil && t.Value.String() != "0s" && !suiteCfg.DryRun {
-		fmt.Fprintf(os.Stderr, "meshclaims: the run's time limit is %s (-timeout)\n", t.Value)
+	// go test passes -test.timeout=10m unless told otherwise, which would
+	// kill a live run midway (and leave its cluster behind). Raise go's
+	// default, and only its default, for runs that are not dry runs.
+	if t := flag.Lookup("test.timeout"); t != nil && !suiteCfg.DryRun {
+		switch t.Value.String() {
+		case "10m0s":
+			_ = flag.Set("test.timeout", liveTimeout.String())
+			fmt.Fprintf(os.Stderr, "meshclaims: go test's default 10m timeout raised to %s for a live run; pass -timeout to choose another\n", liveTimeout)
+		case "0s":
+		default:
+			fmt.Fprintf(os.Stderr, "meshclaims: the run's time limit is %s (-timeout)\n", t.Value)
+		}
 	}
 	code := m.Run()
 	// An interrupt's clean-up runs beside Ginkgo; a second Ctrl-C makes

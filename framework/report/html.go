@@ -223,7 +223,7 @@ func HTML(w io.Writer, dir string, res *Results, reg *claims.Registry) error {
 	if reg != nil {
 		pg.Missing = Missing(res, reg)
 	}
-	for _, f := range []string{"environment.json", "results.json", "report.md", "junit.xml", "raw", "measured", "evidence"} {
+	for _, f := range []string{"environment.json", "results.json", "report.md", GlossaryFile, "junit.xml", "raw", "measured", "evidence"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
 			pg.Files = append(pg.Files, f)
 		}
@@ -291,6 +291,7 @@ figure { margin: 0; } figcaption { font-size: 85%; color: #555; max-width: 40em;
 {{if .Env.SetupError}}<div id="setup-error" class="failed"><p><strong>Set-up failed: no claim was measured.</strong></p><pre>{{.Env.SetupError}}</pre></div>{{end}}
 <p><strong>{{count .Summary "reproduced"}} reproduced, {{count .Summary "not reproduced"}} not reproduced, {{count .Summary "inconclusive"}} inconclusive, {{count .Summary "recorded"}} recorded.</strong>
 {{if .Scaled}}Durations were scaled by {{.Env.DurationScale}}: rates and counts come from fewer requests than documented, so their intervals are wider.{{end}}</p>
+<p>The verdicts, claim kinds, bands, intervals and other words of this report are defined in <a id="glossary" href="glossary.md">glossary.md</a>.</p>
 
 <h2 id="summary">Decision summary</h2>
 <table id="decision-summary">

@@ -66,6 +66,7 @@ func Markdown(w io.Writer, res *Results, reg *claims.Registry) error {
 	if env.DurationScale != 0 && env.DurationScale != 1 {
 		p("Durations were scaled by %g: rates and counts come from fewer requests than documented, so their intervals are wider.\n\n", env.DurationScale)
 	}
+	p("The verdicts, claim kinds, bands, intervals and other words of this report are defined in [%s](%s).\n\n", GlossaryFile, GlossaryFile)
 
 	modes := env.Modes
 	if len(modes) == 0 {

@@ -307,3 +307,30 @@ func TestSetupErrorInBothReports(t *testing.T) {
 		}
 	}
 }
+
+// Both reports link to the glossary, written beside them, which defines
+// every verdict they use.
+func TestReportsLinkTheGlossary(t *testing.T) {
+	d := sampleDir(t)
+	if _, err := d.Rebuild(claimstest.Registry(t)); err != nil {
+		t.Fatal(err)
+	}
+	g, err := os.ReadFile(filepath.Join(d.Path, GlossaryFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, word := range []string{"**reproduced**", "**not reproduced**", "**inconclusive**", "**recorded**", "**requirement**", "**measurement**", "**model**", "**band**", "**interval**", "**hardened**", "**`-1`**"} {
+		if !strings.Contains(string(g), word) {
+			t.Errorf("glossary does not define %s", word)
+		}
+	}
+	for f, link := range map[string]string{"report.md": "[glossary.md](glossary.md)", "report.html": `href="glossary.md"`} {
+		b, err := os.ReadFile(filepath.Join(d.Path, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(b), link) {
+			t.Errorf("%s does not link the glossary (%s)", f, link)
+		}
+	}
+}

@@ -27,6 +27,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/meshclaims/meshclaims"
 	"github.com/meshclaims/meshclaims/framework/claims"
 	"github.com/meshclaims/meshclaims/framework/converge"
 	"github.com/meshclaims/meshclaims/framework/mode"
@@ -356,6 +357,11 @@ func Judge(env Environment, records []Record, reg *claims.Registry) (*Results, e
 	return res, nil
 }
 
+// GlossaryFile is the glossary (docs/GLOSSARY.md) as Rebuild writes it
+// beside the reports, which link to it: the words they use are defined in
+// the results directory itself, offline.
+const GlossaryFile = "glossary.md"
+
 // Rebuild re-judges a results directory with reg and rewrites results.json,
 // report.md and report.html.
 func (d *Dir) Rebuild(reg *claims.Registry) (*Results, error) {
@@ -372,6 +378,9 @@ func (d *Dir) Rebuild(reg *claims.Registry) (*Results, error) {
 		return nil, err
 	}
 	if err := writeJSON(filepath.Join(d.Path, "results.json"), res); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(d.Path, GlossaryFile), meshclaims.Glossary, 0o644); err != nil {
 		return nil, err
 	}
 	f, err := os.Create(filepath.Join(d.Path, "report.md"))
