@@ -35,6 +35,7 @@ type htmlPage struct {
 	Latency  []figure
 	Rollouts []rolloutRow
 	Missing  []string
+	Sources  []CitedSource
 	Problems []string // raw files that could not be drawn, said plainly
 	Files    []string // results directory files present (links)
 	// EnvOther are environment.json fields the table above does not name
@@ -223,6 +224,7 @@ func HTML(w io.Writer, dir string, res *Results, reg *claims.Registry) error {
 	if reg != nil {
 		pg.Missing = Missing(res, reg)
 	}
+	pg.Sources = res.Sources
 	for _, f := range []string{"environment.json", "results.json", "report.md", GlossaryFile, "junit.xml", "raw", "measured", "evidence"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
 			pg.Files = append(pg.Files, f)
@@ -341,6 +343,13 @@ figure { margin: 0; } figcaption { font-size: 85%; color: #555; max-width: 40em;
 {{end}}</table>
 </section>
 {{end}}
+{{if .Sources}}<h2 id="sources">Sources</h2>
+<p>Each claim's source is a key below and the section in that document.</p>
+<table>
+<tr><th>key</th><th>title</th><th>date</th><th>version</th><th>measured on</th></tr>
+{{range .Sources}}<tr><td>{{.Key}}</td><td>{{.Title}}</td><td>{{.Date}}</td><td>{{.Version}}</td><td>{{.Platform}}</td></tr>
+{{end}}</table>{{end}}
+
 {{if .Missing}}<h2 id="not-measured">Not measured in this run</h2>
 <p>Applicable to the selected modes but without a measurement (spec skipped, filtered out, or failed before recording): {{range $i, $m := .Missing}}{{if $i}}, {{end}}{{$m}}{{end}}.</p>{{end}}
 </body>

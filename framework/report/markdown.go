@@ -160,6 +160,12 @@ func Markdown(w io.Writer, res *Results, reg *claims.Registry) error {
 			p("\n</details>\n")
 		}
 	}
+	if len(res.Sources) > 0 {
+		p("\n## Sources\n\nEach claim's source column is a key below and the section in that document.\n\n| key | title | date | version | measured on |\n|---|---|---|---|---|\n")
+		for _, s := range res.Sources {
+			p("| %s | %s | %s | %s | %s |\n", s.Key, cell(s.Title), cell(s.Date), cell(s.Version), cell(dash(s.Platform)))
+		}
+	}
 	if reg != nil {
 		if missing := Missing(res, reg); len(missing) > 0 {
 			p("\n## Not measured in this run\n\nApplicable to the selected modes but without a measurement (spec skipped, filtered out, or failed before recording): %s.\n", strings.Join(missing, ", "))

@@ -334,3 +334,32 @@ func TestReportsLinkTheGlossary(t *testing.T) {
 		}
 	}
 }
+
+// Every source an entry cites is named by title, date and version in both
+// reports, never by a file outside the repository.
+func TestReportsNameTheSources(t *testing.T) {
+	reg := claimstest.Registry(t)
+	d := sampleDir(t)
+	res, err := d.Rebuild(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Sources) != 1 || res.Sources[0].Key != "GUIDE" || res.Sources[0].Date == "" || res.Sources[0].Version == "" {
+		t.Fatalf("sources %+v", res.Sources)
+	}
+	guide := reg.Sources["GUIDE"]
+	for _, f := range []string{"report.md", "report.html"} {
+		b, err := os.ReadFile(filepath.Join(d.Path, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{"Sources", guide.Title, "2026-07-07"} {
+			if !strings.Contains(string(b), want) {
+				t.Errorf("%s lacks %q", f, want)
+			}
+		}
+		if strings.Contains(string(b), "seeds/") {
+			t.Errorf("%s names a file outside the repository", f)
+		}
+	}
+}

@@ -184,6 +184,35 @@ type Results struct {
 	// NotMeasured lists every (claim, mode) pair of the registry that has
 	// no measurement in this run, with why.
 	NotMeasured []NotMeasured `json:"not_measured"`
+	// Sources are the documents the entries cite (Entry.Source's key),
+	// by title, date and version, so a reader can find each passage.
+	Sources []CitedSource `json:"sources,omitempty"`
+}
+
+// CitedSource is one source document an entry's claim comes from.
+type CitedSource struct {
+	Key      string `json:"key"` // e.g. GUIDE, as Entry.Source begins
+	Title    string `json:"title"`
+	Date     string `json:"date"`
+	Version  string `json:"version"`
+	Platform string `json:"platform,omitempty"` // where the document measured
+}
+
+// citedSources lists reg's sources that res's entries cite, by key.
+func citedSources(res *Results, reg *claims.Registry) []CitedSource {
+	seen := map[string]bool{}
+	var out []CitedSource
+	for _, e := range res.Entries {
+		c, ok := reg.Get(e.Claim)
+		if !ok || seen[c.Source.Doc] {
+			continue
+		}
+		seen[c.Source.Doc] = true
+		src := reg.Sources[c.Source.Doc]
+		out = append(out, CitedSource{Key: c.Source.Doc, Title: src.Title, Date: src.Date, Version: src.Version, Platform: src.Platform})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out
 }
 
 // NotMeasured is one (claim, mode) pair without a measurement.
@@ -354,6 +383,7 @@ func Judge(env Environment, records []Record, reg *claims.Registry) (*Results, e
 		res.Summary[v.Result]++
 	}
 	res.NotMeasured = notMeasured(res, reg)
+	res.Sources = citedSources(res, reg)
 	return res, nil
 }
 
