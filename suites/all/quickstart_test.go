@@ -100,6 +100,13 @@ func TestQuickStartAsWritten(t *testing.T) {
 				t.Errorf("%s: %v\n%s", line, err, out)
 				continue
 			}
+			// What each command is for, in its output: the registry's
+			// ids, the rebuilt report, the comparison.
+			for sub, want := range map[string]string{"claims": "latency.percentiles", "report": "report.html", "diff": "meshclaims diff: "} {
+				if len(a) > 0 && a[0] == sub && !strings.Contains(string(out), want) {
+					t.Errorf("%s: output lacks %q:\n%s", line, want, out)
+				}
+			}
 			t.Logf("%s: ok (%d bytes of output)", line, len(out))
 		case len(args) > 2 && args[0] == "go" && args[1] == "test" && args[2] == "./e2e":
 			a := goTestArgs(t, args[3:])
@@ -112,6 +119,7 @@ func TestQuickStartAsWritten(t *testing.T) {
 				if err != nil || !regexp.MustCompile(`Ran \d+ of \d+ Specs`).Match(out) {
 					t.Errorf("%s: %v\n%s", line, err, out)
 				}
+				t.Logf("%s: lists the specs", line)
 				continue
 			}
 			if err == nil || strings.Count(string(out), "no container engine") != 1 {
