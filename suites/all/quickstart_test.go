@@ -2,6 +2,7 @@ package all
 
 import (
 	"bufio"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,18 +11,27 @@ import (
 	"testing"
 )
 
-// quickStart returns the shell commands of README.md's "Quick start" (every
-// line of its sh blocks, comments dropped, continuation lines joined).
+// quickStart returns the shell commands of README.md's "Quick start".
 func quickStart(t *testing.T) []string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(repoRoot(), "README.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	text := string(b)
+	cmds, err := quickStartOf(string(b))
+	if err != nil {
+		t.Fatalf("README.md: %v", err)
+	}
+	return cmds
+}
+
+// quickStartOf returns every line of the sh blocks of a README's "## Quick
+// start" section (up to the next "## " heading), comments dropped and
+// continuation lines joined.
+func quickStartOf(text string) ([]string, error) {
 	start := strings.Index(text, "\n## Quick start\n")
 	if start < 0 {
-		t.Fatal(`README.md has no "## Quick start" section`)
+		return nil, errors.New(`no "## Quick start" section`)
 	}
 	text = text[start+1:]
 	if end := strings.Index(text[3:], "\n## "); end >= 0 {
@@ -58,9 +68,23 @@ func quickStart(t *testing.T) []string {
 		cont = ""
 	}
 	if len(cmds) == 0 {
-		t.Fatal("README.md's quick start has no commands")
+		return nil, errors.New("the quick start has no commands")
 	}
-	return cmds
+	return cmds, nil
+}
+
+func TestQuickStartOf(t *testing.T) {
+	readme := "# x\n\n## Quick start\n\n```sh\ngo run ./cmd/meshclaims claims   # list\ngo test ./e2e \\\n  -mode=none\n```\n\n```go\nnot a command\n```\n\n## Next\n\n```sh\ngo test ./e2e -mode=all\n```\n"
+	got, err := quickStartOf(readme)
+	if err != nil || strings.Join(got, "|") != "go run ./cmd/meshclaims claims|go test ./e2e  -mode=none" {
+		t.Errorf("got %q, %v", got, err)
+	}
+	if _, err := quickStartOf("# x\n\n## Usage\n"); err == nil {
+		t.Error("a README without a quick start was accepted")
+	}
+	if _, err := quickStartOf("# x\n\n## Quick start\n\nprose only\n\n## Next\n"); err == nil || !strings.Contains(err.Error(), "no commands") {
+		t.Error("a quick start without commands was accepted")
+	}
 }
 
 // The quick start, followed as written by a user without a container engine:
