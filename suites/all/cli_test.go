@@ -46,7 +46,13 @@ func TestSelectionThatMatchesNothingFails(t *testing.T) {
 			t.Errorf("%v: a refused run wrote %v", args, entries)
 		}
 	}
-	out, code := run(t, "-mode=none", "-ginkgo.label-filter=claim:latency.percentiles", "-ginkgo.dry-run", "-ginkgo.v", "-results="+t.TempDir())
+	// A filter the check cannot foresee (-ginkgo.focus-file) still fails
+	// a run that selected nothing, after the fact (exit 1).
+	out, code := run(t, "-mode=none", "-ginkgo.focus-file=nosuch.go", "-results="+t.TempDir())
+	if code != 1 || !strings.Contains(out, "no spec of the 18 planned for -mode=none was selected, so nothing was measured") {
+		t.Errorf("-ginkgo.focus-file=nosuch.go: exit %d\n%s", code, out)
+	}
+	out, code = run(t, "-mode=none", "-ginkgo.label-filter=claim:latency.percentiles", "-ginkgo.dry-run", "-ginkgo.v", "-results="+t.TempDir())
 	if code != 0 || !strings.Contains(out, "Ran 1 of 18 Specs") {
 		t.Errorf("control: a matching selection: exit %d\n%s", code, out)
 	}
