@@ -112,3 +112,16 @@ func TestCommandLineIsTheSuites(t *testing.T) {
 		t.Errorf("positional argument: exit %d\n%s", code, out)
 	}
 }
+
+// The compiled suite runs from any directory: its shipped files (the kind
+// config, Istio's values) are found in the repository it was built from, so
+// a run from elsewhere gets as far as the container engine's absence.
+func TestSuiteRunsFromAnyDirectory(t *testing.T) {
+	cmd := exec.Command(e2eBinary(t), "-mode=none", "-provider=kind", "-results="+t.TempDir(), "-run-id=elsewhere")
+	cmd.Dir = t.TempDir()
+	cmd.Env = onlyOnPath(t.TempDir())
+	out, _ := cmd.CombinedOutput()
+	if !strings.Contains(string(out), "no container engine") || strings.Contains(string(out), "not found in the working directory") {
+		t.Errorf("run from %s:\n%s", cmd.Dir, out)
+	}
+}
