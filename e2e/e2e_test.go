@@ -9,6 +9,7 @@
 package e2e
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -21,6 +22,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/meshclaims/meshclaims"
 	"github.com/meshclaims/meshclaims/fixtures"
 	"github.com/meshclaims/meshclaims/framework/claims"
 	"github.com/meshclaims/meshclaims/framework/cleanup"
@@ -30,13 +32,15 @@ import (
 	"github.com/meshclaims/meshclaims/framework/report"
 	"github.com/meshclaims/meshclaims/framework/setup"
 	"github.com/meshclaims/meshclaims/framework/spec"
+	"github.com/meshclaims/meshclaims/framework/suiteflags"
 	_ "github.com/meshclaims/meshclaims/suites/all"
 )
 
 var (
-	cfg   = config.Register(flag.CommandLine)
-	reg   *claims.Registry
-	suite *setup.Suite
+	suiteFlags = flag.NewFlagSet("meshclaims", flag.ContinueOnError)
+	cfg        = config.Register(suiteFlags)
+	reg        *claims.Registry
+	suite      *setup.Suite
 )
 
 func repoRoot() string {
@@ -47,22 +51,58 @@ func repoRoot() string {
 // TestMain validates every flag before any test runs, so a bad -mode or
 // -provider fails in well under a second with the accepted values.
 func TestMain(m *testing.M) {
-	flag.Parse()
-	// go test passes -test.timeout=10m unless told otherwise, which would
-	// kill a live run midway (and leave its cluster behind). Raise go's
-	// default, and only its default, for runs that are not dry runs.
-	if t := flag.Lookup("test.timeout"); t != nil && t.Value.String() == "10m0s" && !flagSet("ginkgo.dry-run") {
-		_ = flag.Set("test.timeout", liveTimeout.String())
-		fmt.Fprintf(os.Stderr, "meshclaims: go test's default 10m timeout raised to %s for a live run; pass -timeout to choose another\n", liveTimeout)
+	// The suite's flags, Ginkgo's and go test's only: libraries' flags
+	// registered at init (fortio's -timeout, -k, ...) are refused.
+	cl := suiteflags.Isolate(flag.CommandLine, suiteFlags)
+	flag.CommandLine = cl.FlagSet
+	if err := cl.Parse(os.Args[1:], os.Stdout); errors.Is(err, flag.ErrHelp) {
+		os.Exit(0)
+	} else if err != nil {
+		usageError(err)
+	}
+	if flag.NArg() > 0 {
+		// The flag package stops at the first argument that is not a
+		// flag; what follows it would be ignored without a word.
+		usageError(fmt.Errorf("unexpected argument %q: the suite takes flags only, and every flag after it would be ignored (%s)", flag.Arg(0), strings.Join(flag.Args(), " ")))
 	}
 	if err := cfg.Validate(repoRoot(), time.Now()); err != nil {
-		fmt.Fprintln(os.Stderr, "meshclaims:", err)
-		os.Exit(2)
+		usageError(err)
 	}
 	var err error
 	if reg, err = claims.Load(cfg.ClaimsFile); err != nil {
-		fmt.Fprintln(os.Stderr, "meshclaims:", err)
-		os.Exit(2)
+		usageError(err)
+	}
+	if !flagSet("claims") {
+		// Named as in the repository, as meshclaims names its built-in
+		// copy, so runs made in different checkouts compare (diff).
+		reg.File = meshclaims.ClaimsFile
+	}
+	if planned, err = spec.Plan(reg, spec.Defs(), cfg.Modes); err != nil {
+		usageError(err)
+	}
+	suiteCfg, _ := GinkgoConfiguration()
+	if err := spec.CheckSelection(reg, planned, cfg.Modes, spec.Selection{
+		Description: description(), LabelFilter: suiteCfg.LabelFilter, Focus: suiteCfg.FocusStrings, Skip: suiteCfg.SkipStrings,
+	}); err != nil {
+		usageError(err)
+	}
+	if !suiteCfg.DryRun {
+		if err := cfg.ClaimResultsDir(); err != nil {
+			usageError(err)
+		}
+	}
+	// go test passes -test.timeout=10m unless told otherwise, which would
+	// kill a live run midway (and leave its cluster behind). Raise go's
+	// default, and only its default, for runs that are not dry runs.
+	if t := flag.Lookup("test.timeout"); t != nil && !suiteCfg.DryRun {
+		switch t.Value.String() {
+		case "10m0s":
+			_ = flag.Set("test.timeout", liveTimeout.String())
+			fmt.Fprintf(os.Stderr, "meshclaims: go test's default 10m timeout raised to %s for a live run; pass -timeout to choose another\n", liveTimeout)
+		case "0s":
+		default:
+			fmt.Fprintf(os.Stderr, "meshclaims: the run's time limit is %s (-timeout)\n", t.Value)
+		}
 	}
 	code := m.Run()
 	// An interrupt's clean-up runs beside Ginkgo; a second Ctrl-C makes
@@ -74,12 +114,20 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// usageError ends a run whose flags or selection are wrong, before anything
+// touches a cluster or the results directory: exit code 2.
+func usageError(err error) {
+	fmt.Fprintln(os.Stderr, "meshclaims:", err)
+	os.Exit(2)
+}
+
+// planned are the (claim, mode) specs of the selected modes.
+var planned []spec.Planned
+
+func description() string { return "meshclaims " + strings.Join(modeNames(cfg.Modes), ",") }
+
 func TestE2E(t *testing.T) {
 	RegisterFailHandler(Fail)
-	planned, err := spec.Plan(reg, spec.Defs(), cfg.Modes)
-	if err != nil {
-		t.Fatal(err)
-	}
 	spec.Build(planned, func() *spec.Env {
 		if suite == nil {
 			return nil
@@ -98,7 +146,7 @@ func TestE2E(t *testing.T) {
 	if repCfg.JUnitReport == "" && !suiteCfg.DryRun {
 		repCfg.JUnitReport = filepath.Join(cfg.ResultsDir, "junit.xml")
 	}
-	RunSpecs(t, "meshclaims "+strings.Join(modeNames(cfg.Modes), ","), suiteCfg, repCfg)
+	RunSpecs(t, description(), suiteCfg, repCfg)
 }
 
 // stopInterruptWatch ends the watch for Ctrl-C/SIGTERM set up before Up.
@@ -121,15 +169,29 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 		fmt.Fprintf(os.Stderr, "meshclaims: %v: deleted what this run created\n", sig)
 	})
 	stopInterruptWatch = func() { unsubscribe(); stop() }
-	Expect(suite.Up(ctx)).To(Succeed(), "set-up failed; see %s", cfg.ResultsDir)
+	// Fail, not Gomega's Succeed: that prints the error three times (its
+	// message, its type's dump and the wrapped errors' fields).
+	if err := suite.Up(ctx); err != nil {
+		Fail(fmt.Sprintf("set-up failed (the report in %s says so too): %v", cfg.ResultsDir, err))
+	}
 }, NodeTimeout(time.Hour))
+
+// A selection CheckSelection did not foresee (-ginkgo.focus-file, say) that
+// runs nothing fails the run rather than passing with nothing measured.
+var _ = ReportAfterSuite("something was selected", func(r Report) {
+	if !r.SuiteConfig.DryRun && r.PreRunStats.SpecsThatWillRun == 0 {
+		Fail(fmt.Sprintf("no spec of the %d planned for -mode=%s was selected, so nothing was measured", r.PreRunStats.TotalSpecs, strings.Join(modeNames(cfg.Modes), ",")))
+	}
+})
 
 var _ = AfterSuite(func(ctx SpecContext) {
 	if suite == nil {
 		return
 	}
 	defer stopInterruptWatch()
-	Expect(suite.Down(ctx, anyFailed)).To(Succeed())
+	if err := suite.Down(ctx, anyFailed); err != nil {
+		Fail(fmt.Sprintf("tear-down: %v", err))
+	}
 }, NodeTimeout(30*time.Minute))
 
 // anyFailed makes the after-all export the cluster's logs.

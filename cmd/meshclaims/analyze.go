@@ -6,7 +6,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -36,24 +35,20 @@ applicable to a run paced below saturation).
 // 2 usage error.
 func runAnalyze(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("analyze", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprint(stderr, analyzeUsage)
+		fmt.Fprint(fs.Output(), analyzeUsage)
 	}
 	asJSON := fs.Bool("json", false, "one JSON object per line per file")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	files, code := parseArgs(fs, args, stdout, stderr)
+	if code >= 0 {
+		return code
 	}
-	files := fs.Args()
 	if len(files) == 0 {
 		fmt.Fprintln(stderr, "meshclaims analyze: no FILE given")
-		fs.Usage()
+		fmt.Fprint(stderr, analyzeUsage)
 		return 2
 	}
-	code := 0
+	code = 0
 	for i, path := range files {
 		r, err := fortioresult.ReadFile(path)
 		if err != nil {

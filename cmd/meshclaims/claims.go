@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -12,21 +11,18 @@ import (
 	"github.com/meshclaims/meshclaims/framework/mode"
 )
 
-// defaultRegistry is relative to the repository root, where make and go run work.
-const defaultRegistry = "testdata/claims.yaml"
-
 func runClaims(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("claims", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	file := fs.String("file", defaultRegistry, "claims registry `file`")
+	fs := newFlagSet("claims", "[--file F] [--validate] [--mode M] [--json]")
+	file := fs.String("file", "", fileUsage)
 	validate := fs.Bool("validate", false, "only validate the registry; exit 1 with located errors if broken")
 	modeFlag := fs.String("mode", "all", "list only claims for these modes ("+mode.Accepted()+")")
 	asJSON := fs.Bool("json", false, "print the claims as JSON")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	pos, code := parseArgs(fs, args, stdout, stderr)
+	if code >= 0 {
+		return code
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "claims: unexpected argument %q\n", fs.Arg(0))
+	if len(pos) > 0 {
+		fmt.Fprintf(stderr, "claims: unexpected argument %q: claims takes flags only (meshclaims claims -h)\n", pos[0])
 		return 2
 	}
 	modes, err := mode.Parse(*modeFlag)
@@ -34,13 +30,13 @@ func runClaims(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "claims:", err)
 		return 2
 	}
-	reg, err := claims.Load(*file)
+	reg, err := loadRegistry(*file)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
 	if *validate {
-		fmt.Fprintf(stdout, "%s: %d claims, valid\n", *file, len(reg.Claims))
+		fmt.Fprintf(stdout, "%s: %d claims, valid\n", reg.File, len(reg.Claims))
 		return 0
 	}
 	var list []*claims.Claim

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -15,12 +14,12 @@ import (
 // nothing matched --fail-on), 1 --fail-on matched, 2 usage or the runs
 // cannot be compared (different registries or schema versions, unreadable).
 func runDiff(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("diff", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("diff", "[--json] [--fail-on=none|regression|change] OLD NEW   (results directories or results.json files)")
 	asJSON := fs.Bool("json", false, "print the comparison as JSON")
 	failOn := fs.String("fail-on", "none", "exit 1 on: `none`, regression (a verdict got worse or a rate rose beyond its interval), change (anything but no change)")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	pos, code := parseArgs(fs, args, stdout, stderr)
+	if code >= 0 {
+		return code
 	}
 	switch *failOn {
 	case "none", "regression", "change":
@@ -28,12 +27,12 @@ func runDiff(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "diff: --fail-on=%q: accepted: none, regression, change\n", *failOn)
 		return 2
 	}
-	if fs.NArg() != 2 {
-		fmt.Fprintln(stderr, "usage: meshclaims diff [--json] [--fail-on=regression] OLD NEW   (results directories or results.json files)")
+	if len(pos) != 2 {
+		fmt.Fprintf(stderr, "diff: want two runs, OLD and NEW, got %d arguments %q; usage: meshclaims diff [--json] [--fail-on=none|regression|change] OLD NEW\n", len(pos), pos)
 		return 2
 	}
 	var runs [2]*report.Results
-	for i, p := range fs.Args() {
+	for i, p := range pos {
 		if st, err := os.Stat(p); err == nil && st.IsDir() {
 			p = filepath.Join(p, "results.json")
 		}

@@ -25,6 +25,14 @@ usage:
                                   compare two runs: flipped verdicts first, rates with
                                   two-proportion 95% intervals, outcomes; exit 1 on --fail-on
 
+Flags may come before or after the arguments; -h after a command shows its flags.
+claims and report use the registry built into this binary unless --file names one.
+
+exit codes: 0 done; 1 the command's check failed (claims --validate: the registry is
+broken; report: DIR unreadable, or --complete and a claim was not measured; analyze:
+a file is not a fortio result; diff: --fail-on matched); 2 usage error (diff: also
+runs that cannot be compared).
+
 The specs run with: go test ./e2e -mode=ambient-l4   (see README.md)
 `
 

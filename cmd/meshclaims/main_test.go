@@ -10,6 +10,7 @@ import (
 
 	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/report"
+	"github.com/meshclaims/meshclaims/framework/report/reporttest"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
 
@@ -88,5 +89,60 @@ func TestReportRebuild(t *testing.T) {
 	}
 	if code, _, errs := runCLI("report", "--file", registry, t.TempDir()); code != 1 || !strings.Contains(errs, "not a meshclaims results directory") {
 		t.Fatalf("exit %d, stderr %q", code, errs)
+	}
+}
+
+// -h exits 0, with the usage on stdout, for every subcommand.
+func TestHelpExitsZeroForEveryCommand(t *testing.T) {
+	for _, args := range [][]string{{"-h"}, {"help"}, {"claims", "-h"}, {"analyze", "-h"}, {"report", "--help"}, {"diff", "-h"}} {
+		code, out, errs := runCLI(args...)
+		if code != 0 || !strings.Contains(out, "usage") || errs != "" {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, out, errs)
+		}
+	}
+	// The control: a bad flag is a usage error, named on stderr.
+	if code, _, errs := runCLI("claims", "-bogus"); code != 2 || !strings.Contains(errs, "-bogus") {
+		t.Errorf("claims -bogus: exit %d, stderr %q", code, errs)
+	}
+}
+
+// Flags after positional arguments are read; after -- nothing is a flag.
+func TestFlagsAfterArguments(t *testing.T) {
+	dir := realRun(t, filepath.Join(t.TempDir(), "run"), reporttest.Run{ID: "run"})
+	if code, out, errs := runCLI("report", dir, "--file", registry); code != 0 || !strings.Contains(out, "report.md") {
+		t.Errorf("report DIR --file F: exit %d, %q %q", code, out, errs)
+	}
+	code, out, _ := runCLI("diff", dir, dir, "--json")
+	if code != 0 || !strings.HasPrefix(strings.TrimSpace(out), "{") {
+		t.Errorf("diff OLD NEW --json: exit %d, %q", code, out)
+	}
+	if code, _, errs := runCLI("report", "--", "--complete"); code != 1 || !strings.Contains(errs, "--complete is not a meshclaims results directory") {
+		t.Errorf("report -- --complete: exit %d, %q", code, errs)
+	}
+	if code, _, errs := runCLI("claims", "--mode", "none", "extra"); code != 2 || !strings.Contains(errs, `unexpected argument "extra"`) {
+		t.Errorf("claims extra: exit %d, %q", code, errs)
+	}
+}
+
+// The registry is built in: claims and report work from a directory with no
+// testdata/ beside it, and --file still overrides it.
+func TestRegistryBuiltIn(t *testing.T) {
+	dir := realRun(t, filepath.Join(t.TempDir(), "run"), reporttest.Run{ID: "run"})
+	reg, err := filepath.Abs(registry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(t.TempDir())
+	if code, out, errs := runCLI("claims", "--validate"); code != 0 || out != "testdata/claims.yaml: 60 claims, valid\n" {
+		t.Errorf("built-in registry: exit %d, %q %q", code, out, errs)
+	}
+	if code, _, errs := runCLI("report", dir); code != 0 {
+		t.Errorf("report with the built-in registry: exit %d, %q", code, errs)
+	}
+	if code, out, _ := runCLI("claims", "--validate", "--file", reg); code != 0 || !strings.HasPrefix(out, reg+":") {
+		t.Errorf("--file: exit %d, %q", code, out)
+	}
+	if code, _, errs := runCLI("claims", "--file", "nope.yaml"); code != 1 || !strings.Contains(errs, "nope.yaml") {
+		t.Errorf("--file nope.yaml: exit %d, %q", code, errs)
 	}
 }

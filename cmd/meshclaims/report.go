@@ -1,34 +1,32 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"path/filepath"
 	"strings"
 
-	"github.com/meshclaims/meshclaims/framework/claims"
 	"github.com/meshclaims/meshclaims/framework/report"
 )
 
 func runReport(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("report", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	file := fs.String("file", defaultRegistry, "claims registry `file` to judge with")
+	fs := newFlagSet("report", "[--file F] [--complete] DIR")
+	file := fs.String("file", "", fileUsage)
 	complete := fs.Bool("complete", false, "exit 1 unless every claim applicable to the run's modes was measured")
-	if err := fs.Parse(args); err != nil {
+	pos, code := parseArgs(fs, args, stdout, stderr)
+	if code >= 0 {
+		return code
+	}
+	if len(pos) != 1 {
+		fmt.Fprintf(stderr, "report: want one results directory, got %d arguments %q; usage: meshclaims report [--file F] [--complete] DIR\n", len(pos), pos)
 		return 2
 	}
-	if fs.NArg() != 1 {
-		fmt.Fprintln(stderr, "usage: meshclaims report [--file F] DIR")
-		return 2
-	}
-	reg, err := claims.Load(*file)
+	reg, err := loadRegistry(*file)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
-	d, err := report.Open(fs.Arg(0))
+	d, err := report.Open(pos[0])
 	if err != nil {
 		fmt.Fprintln(stderr, "report:", err)
 		return 1

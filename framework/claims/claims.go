@@ -107,7 +107,14 @@ type Registry struct {
 // Source is one document the claims come from.
 type Source struct {
 	Title string `yaml:"title" json:"title"`
-	File  string `yaml:"file" json:"file"`
+	// Date is when the document was published or last updated, as it
+	// says (or "not stated"); Version is the revision or the versions it
+	// declares it covers. With the title and a claim's section they let a
+	// reader find the passage; File is where this registry's maintainers
+	// read it and is not shown in reports.
+	Date    string `yaml:"date" json:"date"`
+	Version string `yaml:"version" json:"version"`
+	File    string `yaml:"file" json:"file"`
 	// Platform is where the document measured: cluster, versions, hardware.
 	Platform string `yaml:"platform" json:"platform"`
 }

@@ -60,7 +60,7 @@ func TestRegistryCoversSpecification(t *testing.T) {
 
 const good = `version: 1
 sources:
-  GUIDE: {title: t, file: f, platform: p}
+  GUIDE: {title: t, date: d, version: v, file: f, platform: p}
 claims:
   - id: mtls.plaintext-blocked
     title: plaintext is blocked
@@ -95,6 +95,8 @@ func TestParseRejects(t *testing.T) {
 		{"no tolerance at all", "    tolerance: {exact: true, why: pass/fail}\n", "", `claim "mtls.plaintext-blocked": missing tolerance`},
 		{"unknown outcome", "outcome: no-http-response", "outcome: reset", `unknown outcome "reset"`},
 		{"unknown source", "doc: GUIDE", "doc: GUIED", `unknown source document "GUIED"`},
+		{"source without date", "date: d, ", "", `source GUIDE has no date: a reader needs title, date and version`},
+		{"source without version", "version: v, ", "version: \"\", ", `source GUIDE has no version`},
 		{"bad duration", "kind: requirement", "kind: requirement\n    setup: {duration: 10 minutes}", `setup duration "10 minutes"`},
 		{"vcpu on another metric", "sidecar: {outcome: no-http-response}", "sidecar: {outcome: no-http-response, vcpu: 0.2}", `mode sidecar: vcpu is the CPU of metric proxy_footprint; metric outcome has none`},
 		{"documented for other mode", "sidecar: {outcome: no-http-response}", "sidecar: {outcome: no-http-response}\n      ambient-l4: {outcome: blocked}", `documented value for mode "ambient-l4", which is neither`},
@@ -143,7 +145,7 @@ func TestParseRejectsDuplicateID(t *testing.T) {
 // A registry whose claims use the same-run comparisons and distinct groups.
 const compared = `version: 1
 sources:
-  GUIDE: {title: t, file: f, platform: p}
+  GUIDE: {title: t, date: d, version: v, file: f, platform: p}
 claims:
   - id: rollout.baseline
     title: rollout
@@ -240,7 +242,7 @@ func TestParseRejectsComparisons(t *testing.T) {
 // An attribution claim: what GUIDE's -1s are attributed to, per mode.
 const attributed = `version: 1
 sources:
-  GUIDE: {title: t, file: f, platform: p}
+  GUIDE: {title: t, date: d, version: v, file: f, platform: p}
 claims:
   - id: rollout.no-response-cause
     title: cause of -1
@@ -287,7 +289,7 @@ func TestParseAttribution(t *testing.T) {
 // A value stated per kube-proxy mode (HYBRID's kind runs).
 const perKubeProxy = `version: 1
 sources:
-  HYBRID: {title: t, file: f, platform: p}
+  HYBRID: {title: t, date: d, version: v, file: f, platform: p}
 claims:
   - id: kubeproxy.kind-service-ready
     title: new Service ready per kube-proxy mode
@@ -344,7 +346,7 @@ func TestParseByKubeProxy(t *testing.T) {
 // A value stated per nf_conntrack_max (HYBRID's full conntrack table).
 const perConntrackMax = `version: 1
 sources:
-  HYBRID: {title: t, file: f, platform: p}
+  HYBRID: {title: t, date: d, version: v, file: f, platform: p}
 claims:
   - id: conntrack.table-full
     title: failed connects per nf_conntrack_max

@@ -80,6 +80,14 @@ func Parse(data []byte, file string) (*Registry, error) {
 	if len(doc.Claims) == 0 {
 		add(0, "", "no claims")
 	}
+	for _, key := range sortedKeys(doc.Sources) {
+		src := doc.Sources[key]
+		for _, f := range []struct{ name, v string }{{"title", src.Title}, {"date", src.Date}, {"version", src.Version}} {
+			if strings.TrimSpace(f.v) == "" {
+				add(0, "", "source %s has no %s: a reader needs title, date and version to find the passage (write \"not stated\" where the document gives none)", key, f.name)
+			}
+		}
+	}
 	reg := &Registry{File: file, Version: doc.Version, Sources: doc.Sources, Claims: doc.Claims, byID: map[string]*Claim{}}
 	for i, c := range doc.Claims {
 		node := (*yaml.Node)(nil)

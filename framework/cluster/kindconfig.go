@@ -11,6 +11,8 @@ import (
 
 	yaml "go.yaml.in/yaml/v3"
 	"sigs.k8s.io/kind/pkg/apis/config/v1alpha4"
+
+	"github.com/meshclaims/meshclaims/framework/repo"
 )
 
 // DefaultKindConfig is the kind config shipped with the suite, relative to
@@ -88,8 +90,9 @@ func kindKubeProxyModes() string {
 	return strings.Join(s, ", ")
 }
 
-// findUp looks for rel in dir and its parents: tests run in their package's
-// directory, the suite in the repository root.
+// findUp looks for rel in dir and its parents (tests run in their package's
+// directory, the suite in the repository root), then in the repository the
+// binary was built from, so a compiled e2e.test runs from any directory.
 func findUp(rel string) (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
@@ -102,8 +105,19 @@ func findUp(rel string) (string, error) {
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			return "", errors.New(rel + " not found in the working directory or any parent")
+			break
 		}
 		dir = parent
 	}
+	if root, err := repo.Root(); err == nil {
+		if p := filepath.Join(root, rel); fileExists(p) {
+			return p, nil
+		}
+	}
+	return "", errors.New(rel + " not found in the working directory, any parent, or the repository this binary was built from")
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }

@@ -4,8 +4,10 @@
 package config
 
 import (
+	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -79,11 +81,14 @@ type Config struct {
 	// IstioValues is the per-chart Helm values file after Validate: the
 	// -istio-values flag, or the provider's default (DefaultIstioValues);
 	// empty = the charts' own defaults.
-	IstioValues   string
-	ClaimsFile    string
-	ResultsDir    string // the run's directory: <results-root>/<run id>
-	ResultsRoot   string
-	RunID         string
+	IstioValues string
+	ClaimsFile  string
+	ResultsDir  string // the run's directory: <results-root>/<run id>
+	ResultsRoot string
+	RunID       string
+	// Overwrite lets a run replace an earlier run's results directory
+	// (same -results and -run-id); without it that run is refused.
+	Overwrite     bool
 	Repeats       int
 	DurationScale float64
 	Registry      string // push images here (EKS); empty = load into nodes
@@ -137,7 +142,8 @@ func Register(fs *flag.FlagSet) *Config {
 		"for existing: none (the charts' defaults; EKS on arm64: testdata/istio/values-eks-arm64.yaml); "+IstioValuesNone+" = the charts' defaults")
 	fs.StringVar(&c.ClaimsFile, "claims", "", "claims registry (default: testdata/claims.yaml of this repository)")
 	fs.StringVar(&c.ResultsRoot, "results", "", "results root; each run writes <results>/<run id>/ (default: results/ of this repository)")
-	fs.StringVar(&c.RunID, "run-id", "", "run id (default: UTC time, e.g. 20261129-214800)")
+	fs.StringVar(&c.RunID, "run-id", "", "run id (default: UTC time, e.g. 20261129-214800); a run id whose directory already holds results is refused unless -overwrite")
+	fs.BoolVar(&c.Overwrite, "overwrite", false, "replace the results of an earlier run with the same -results and -run-id (deleted before the run starts)")
 	fs.IntVar(&c.Repeats, "repeats", 1, "repeat each measurement this many times (REVIEW: report spread)")
 	fs.Float64Var(&c.DurationScale, "duration-scale", 1, "scale every documented duration, e.g. 0.1 for a quick run (stated in the report)")
 	fs.StringVar(&c.Registry, "image-registry", "", "push workload images to this registry instead of loading them into nodes (EKS)")
@@ -239,6 +245,28 @@ func (c *Config) Validate(repoRoot string, now time.Time) error {
 	c.validateImageFlags(bad)
 	if len(errs) > 0 {
 		return fmt.Errorf("invalid flags:\n  %s", strings.Join(errs, "\n  "))
+	}
+	return nil
+}
+
+// ClaimResultsDir makes sure the run's results directory holds no earlier
+// run, so a repeated -run-id cannot mix two runs' records or lose the first:
+// a directory with anything in it is refused, naming it, unless -overwrite
+// was given, in which case it is deleted here. Dry runs write no results and
+// do not call it.
+func (c *Config) ClaimResultsDir() error {
+	entries, err := os.ReadDir(c.ResultsDir)
+	if errors.Is(err, fs.ErrNotExist) || (err == nil && len(entries) == 0) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("-results=%q -run-id=%q: %v", c.ResultsRoot, c.RunID, err)
+	}
+	if !c.Overwrite {
+		return fmt.Errorf("-run-id=%q: %s already holds a run (%d entries, e.g. %s); choose another -run-id, or pass -overwrite to delete it and run again", c.RunID, c.ResultsDir, len(entries), entries[0].Name())
+	}
+	if err := os.RemoveAll(c.ResultsDir); err != nil {
+		return fmt.Errorf("-overwrite: deleting %s: %v", c.ResultsDir, err)
 	}
 	return nil
 }

@@ -243,3 +243,42 @@ func TestAcceptsNetPolEnableCommand(t *testing.T) {
 		t.Errorf("NetPolEnableCommand = %q, timeout %s", c.NetPolEnableCommand, c.Timeouts.NetPolEnable)
 	}
 }
+
+// A -run-id whose directory holds a run is refused unless -overwrite, which
+// deletes it; an absent or empty directory is taken as it is.
+func TestClaimResultsDir(t *testing.T) {
+	root := t.TempDir()
+	c, err := parse(t, "-results="+root, "-run-id=r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.ClaimResultsDir(); err != nil {
+		t.Fatalf("absent directory refused: %v", err)
+	}
+	if err := os.MkdirAll(c.ResultsDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.ClaimResultsDir(); err != nil {
+		t.Fatalf("empty directory refused: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(c.ResultsDir, "environment.json"), []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err = c.ClaimResultsDir()
+	if err == nil || !strings.Contains(err.Error(), `-run-id="r1"`) || !strings.Contains(err.Error(), "already holds a run") || !strings.Contains(err.Error(), "-overwrite") {
+		t.Fatalf("earlier run not refused: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(c.ResultsDir, "environment.json")); err != nil {
+		t.Fatalf("a refused run touched the earlier one: %v", err)
+	}
+	c, err = parse(t, "-results="+root, "-run-id=r1", "-overwrite")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.ClaimResultsDir(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(c.ResultsDir); !os.IsNotExist(err) {
+		t.Fatalf("-overwrite left the earlier run: %v", err)
+	}
+}

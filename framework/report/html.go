@@ -35,6 +35,7 @@ type htmlPage struct {
 	Latency  []figure
 	Rollouts []rolloutRow
 	Missing  []string
+	Sources  []CitedSource
 	Problems []string // raw files that could not be drawn, said plainly
 	Files    []string // results directory files present (links)
 	// EnvOther are environment.json fields the table above does not name
@@ -47,7 +48,7 @@ type envField struct{ Key, Value string }
 // shownEnv are the environment.json keys the template names.
 var shownEnv = map[string]bool{"run_id": true, "started": true, "finished": true, "provider": true, "cluster": true,
 	"kubernetes": true, "node_image": true, "istio": true, "fortio": true, "modes": true, "duration_scale": true,
-	"repeats": true, "registry": true, "notes": true}
+	"repeats": true, "registry": true, "notes": true, "setup_error": true}
 
 // otherEnv lists env's fields that the template does not name, so a field
 // added to Environment shows up in the report without a template change.
@@ -223,7 +224,8 @@ func HTML(w io.Writer, dir string, res *Results, reg *claims.Registry) error {
 	if reg != nil {
 		pg.Missing = Missing(res, reg)
 	}
-	for _, f := range []string{"environment.json", "results.json", "report.md", "junit.xml", "raw", "measured", "evidence"} {
+	pg.Sources = res.Sources
+	for _, f := range []string{"environment.json", "results.json", "report.md", GlossaryFile, "junit.xml", "raw", "measured", "evidence"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
 			pg.Files = append(pg.Files, f)
 		}
@@ -282,12 +284,16 @@ code { font-size: 90%; }
 .figs { display: flex; flex-wrap: wrap; gap: 1em; }
 figure { margin: 0; } figcaption { font-size: 85%; color: #555; max-width: 40em; }
 .note { color: #7a5b00; }
+.failed { background: #fbe1e1; border: 1px solid #c33; padding: 0 .8em; }
+.failed pre { white-space: pre-wrap; }
 </style>
 </head>
 <body>
 <h1>meshclaims report — run {{.Env.RunID}}</h1>
+{{if .Env.SetupError}}<div id="setup-error" class="failed"><p><strong>Set-up failed: no claim was measured.</strong></p><pre>{{.Env.SetupError}}</pre></div>{{end}}
 <p><strong>{{count .Summary "reproduced"}} reproduced, {{count .Summary "not reproduced"}} not reproduced, {{count .Summary "inconclusive"}} inconclusive, {{count .Summary "recorded"}} recorded.</strong>
 {{if .Scaled}}Durations were scaled by {{.Env.DurationScale}}: rates and counts come from fewer requests than documented, so their intervals are wider.{{end}}</p>
+<p>The verdicts, claim kinds, bands, intervals and other words of this report are defined in <a id="glossary" href="glossary.md">glossary.md</a>.</p>
 
 <h2 id="summary">Decision summary</h2>
 <table id="decision-summary">
@@ -337,6 +343,13 @@ figure { margin: 0; } figcaption { font-size: 85%; color: #555; max-width: 40em;
 {{end}}</table>
 </section>
 {{end}}
+{{if .Sources}}<h2 id="sources">Sources</h2>
+<p>Each claim's source is a key below and the section in that document.</p>
+<table>
+<tr><th>key</th><th>title</th><th>date</th><th>version</th><th>measured on</th></tr>
+{{range .Sources}}<tr><td>{{.Key}}</td><td>{{.Title}}</td><td>{{.Date}}</td><td>{{.Version}}</td><td>{{.Platform}}</td></tr>
+{{end}}</table>{{end}}
+
 {{if .Missing}}<h2 id="not-measured">Not measured in this run</h2>
 <p>Applicable to the selected modes but without a measurement (spec skipped, filtered out, or failed before recording): {{range $i, $m := .Missing}}{{if $i}}, {{end}}{{$m}}{{end}}.</p>{{end}}
 </body>

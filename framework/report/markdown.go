@@ -25,6 +25,9 @@ func Markdown(w io.Writer, res *Results, reg *claims.Registry) error {
 	env := res.Environment
 	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
 	p("# meshclaims report — run %s\n\n", env.RunID)
+	if env.SetupError != "" {
+		p("> **Set-up failed: no claim was measured.** %s\n\n", strings.ReplaceAll(strings.TrimSpace(env.SetupError), "\n", "\n> "))
+	}
 	p("| where | value |\n|---|---|\n")
 	p("| provider | %s |\n| cluster | %s |\n| Kubernetes | %s |\n| Istio | %s |\n| fortio | %s |\n",
 		dash(env.Provider), dash(env.Cluster), dash(env.Kubernetes), dash(env.Istio), dash(env.Fortio))
@@ -63,6 +66,7 @@ func Markdown(w io.Writer, res *Results, reg *claims.Registry) error {
 	if env.DurationScale != 0 && env.DurationScale != 1 {
 		p("Durations were scaled by %g: rates and counts come from fewer requests than documented, so their intervals are wider.\n\n", env.DurationScale)
 	}
+	p("The verdicts, claim kinds, bands, intervals and other words of this report are defined in [%s](%s).\n\n", GlossaryFile, GlossaryFile)
 
 	modes := env.Modes
 	if len(modes) == 0 {
@@ -154,6 +158,12 @@ func Markdown(w io.Writer, res *Results, reg *claims.Registry) error {
 				p("\n")
 			}
 			p("\n</details>\n")
+		}
+	}
+	if len(res.Sources) > 0 {
+		p("\n## Sources\n\nEach claim's source column is a key below and the section in that document.\n\n| key | title | date | version | measured on |\n|---|---|---|---|---|\n")
+		for _, s := range res.Sources {
+			p("| %s | %s | %s | %s | %s |\n", s.Key, cell(s.Title), cell(s.Date), cell(s.Version), cell(dash(s.Platform)))
 		}
 	}
 	if reg != nil {

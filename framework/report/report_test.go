@@ -272,3 +272,94 @@ func TestNotMeasuredSaysWhy(t *testing.T) {
 		}
 	}
 }
+
+// A failed set-up is stated at the top of report.md and report.html, not
+// only in JUnit; a run without one says nothing of the kind (the control).
+func TestSetupErrorInBothReports(t *testing.T) {
+	reg := claimstest.Registry(t)
+	const why = "kind: no container engine: neither docker nor podman is on PATH"
+	for _, setupErr := range []string{why, ""} {
+		d := sampleDir(t)
+		env, err := d.LoadEnvironment()
+		if err != nil {
+			t.Fatal(err)
+		}
+		env.SetupError = setupErr
+		if err := d.SaveEnvironment(env); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.Rebuild(reg); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range []string{"report.md", "report.html"} {
+			b, err := os.ReadFile(filepath.Join(d.Path, f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			failed := strings.Contains(string(b), "Set-up failed: no claim was measured.")
+			hasWhy := strings.Contains(string(b), why)
+			if failed != (setupErr != "") || hasWhy != (setupErr != "") {
+				t.Errorf("%s with set-up error %q: says failed %v, names why %v", f, setupErr, failed, hasWhy)
+			}
+			if strings.Count(string(b), why) > 1 {
+				t.Errorf("%s repeats the set-up error:\n%s", f, b)
+			}
+		}
+	}
+}
+
+// Both reports link to the glossary, written beside them, which defines
+// every verdict they use.
+func TestReportsLinkTheGlossary(t *testing.T) {
+	d := sampleDir(t)
+	if _, err := d.Rebuild(claimstest.Registry(t)); err != nil {
+		t.Fatal(err)
+	}
+	g, err := os.ReadFile(filepath.Join(d.Path, GlossaryFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, word := range []string{"**reproduced**", "**not reproduced**", "**inconclusive**", "**recorded**", "**requirement**", "**measurement**", "**model**", "**band**", "**interval**", "**hardened**", "**`-1`**"} {
+		if !strings.Contains(string(g), word) {
+			t.Errorf("glossary does not define %s", word)
+		}
+	}
+	for f, link := range map[string]string{"report.md": "[glossary.md](glossary.md)", "report.html": `href="glossary.md"`} {
+		b, err := os.ReadFile(filepath.Join(d.Path, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(b), link) {
+			t.Errorf("%s does not link the glossary (%s)", f, link)
+		}
+	}
+}
+
+// Every source an entry cites is named by title, date and version in both
+// reports, never by a file outside the repository.
+func TestReportsNameTheSources(t *testing.T) {
+	reg := claimstest.Registry(t)
+	d := sampleDir(t)
+	res, err := d.Rebuild(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Sources) != 1 || res.Sources[0].Key != "GUIDE" || res.Sources[0].Date == "" || res.Sources[0].Version == "" {
+		t.Fatalf("sources %+v", res.Sources)
+	}
+	guide := reg.Sources["GUIDE"]
+	for _, f := range []string{"report.md", "report.html"} {
+		b, err := os.ReadFile(filepath.Join(d.Path, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{"Sources", guide.Title, "2026-07-07"} {
+			if !strings.Contains(string(b), want) {
+				t.Errorf("%s lacks %q", f, want)
+			}
+		}
+		if strings.Contains(string(b), "seeds/") {
+			t.Errorf("%s names a file outside the repository", f)
+		}
+	}
+}

@@ -17,7 +17,9 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -25,6 +27,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/meshclaims/meshclaims"
 	"github.com/meshclaims/meshclaims/framework/claims"
 	"github.com/meshclaims/meshclaims/framework/converge"
 	"github.com/meshclaims/meshclaims/framework/mode"
@@ -51,6 +54,9 @@ type Environment struct {
 	Repeats       int         `json:"repeats"`
 	Registry      string      `json:"registry"`
 	Notes         []string    `json:"notes,omitempty"`
+	// SetupError is why the run's set-up failed, when it did: no spec ran,
+	// and the report says so at its top rather than only in JUnit.
+	SetupError string `json:"setup_error,omitempty"`
 	// Undeclared are the "claim [mode]" pairs of the selected modes that no
 	// spec declares (spec.Unspecified), so results.json can say why they
 	// were not measured.
@@ -178,6 +184,35 @@ type Results struct {
 	// NotMeasured lists every (claim, mode) pair of the registry that has
 	// no measurement in this run, with why.
 	NotMeasured []NotMeasured `json:"not_measured"`
+	// Sources are the documents the entries cite (Entry.Source's key),
+	// by title, date and version, so a reader can find each passage.
+	Sources []CitedSource `json:"sources,omitempty"`
+}
+
+// CitedSource is one source document an entry's claim comes from.
+type CitedSource struct {
+	Key      string `json:"key"` // e.g. GUIDE, as Entry.Source begins
+	Title    string `json:"title"`
+	Date     string `json:"date"`
+	Version  string `json:"version"`
+	Platform string `json:"platform,omitempty"` // where the document measured
+}
+
+// citedSources lists reg's sources that res's entries cite, by key.
+func citedSources(res *Results, reg *claims.Registry) []CitedSource {
+	seen := map[string]bool{}
+	var out []CitedSource
+	for _, e := range res.Entries {
+		c, ok := reg.Get(e.Claim)
+		if !ok || seen[c.Source.Doc] {
+			continue
+		}
+		seen[c.Source.Doc] = true
+		src := reg.Sources[c.Source.Doc]
+		out = append(out, CitedSource{Key: c.Source.Doc, Title: src.Title, Date: src.Date, Version: src.Version, Platform: src.Platform})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out
 }
 
 // NotMeasured is one (claim, mode) pair without a measurement.
@@ -248,8 +283,10 @@ func Create(path string) (*Dir, error) {
 
 // Open opens an existing results directory.
 func Open(path string) (*Dir, error) {
-	if _, err := os.Stat(filepath.Join(path, "environment.json")); err != nil {
-		return nil, fmt.Errorf("%s is not a meshclaims results directory (no environment.json): %w", path, err)
+	if _, err := os.Stat(filepath.Join(path, "environment.json")); errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%s is not a meshclaims results directory: it holds no environment.json", path)
+	} else if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return &Dir{Path: path}, nil
 }
@@ -346,8 +383,14 @@ func Judge(env Environment, records []Record, reg *claims.Registry) (*Results, e
 		res.Summary[v.Result]++
 	}
 	res.NotMeasured = notMeasured(res, reg)
+	res.Sources = citedSources(res, reg)
 	return res, nil
 }
+
+// GlossaryFile is the glossary (docs/GLOSSARY.md) as Rebuild writes it
+// beside the reports, which link to it: the words they use are defined in
+// the results directory itself, offline.
+const GlossaryFile = "glossary.md"
 
 // Rebuild re-judges a results directory with reg and rewrites results.json,
 // report.md and report.html.
@@ -365,6 +408,9 @@ func (d *Dir) Rebuild(reg *claims.Registry) (*Results, error) {
 		return nil, err
 	}
 	if err := writeJSON(filepath.Join(d.Path, "results.json"), res); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(d.Path, GlossaryFile), meshclaims.Glossary, 0o644); err != nil {
 		return nil, err
 	}
 	f, err := os.Create(filepath.Join(d.Path, "report.md"))

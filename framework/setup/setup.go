@@ -143,7 +143,14 @@ func (s *Suite) Up(ctx context.Context) error {
 	err := s.up(ctx)
 	if err != nil && ctx.Err() != nil {
 		// Waits report a cancellation as their own timeout; say what ended it.
-		return fmt.Errorf("set-up stopped: %w (it was at: %v)", context.Cause(ctx), err)
+		err = fmt.Errorf("set-up stopped: %w (it was at: %v)", context.Cause(ctx), err)
+	}
+	if err != nil {
+		// Down writes the report with it: a failed set-up is stated
+		// in report.md and report.html, not only in JUnit.
+		s.mu.Lock()
+		s.envInfo.SetupError = err.Error()
+		s.mu.Unlock()
 	}
 	return err
 }

@@ -79,8 +79,8 @@ func crossPasses(c *claims.Claim) []string {
 // band separates memory but not CPU: the check must fire on each.
 const overlappingBands = `version: 1
 sources:
-  GUIDE: {title: t, file: f, platform: p}
-  REVIEW: {title: t, file: f, platform: p}
+  GUIDE: {title: t, date: d, version: v, file: f, platform: p}
+  REVIEW: {title: t, date: d, version: v, file: f, platform: p}
 claims:
   - id: latency.percentiles
     title: steady-state latency percentiles, 200 qps, 16 connections, 60 s
@@ -193,7 +193,7 @@ func TestBandsDiscriminateFiresOnOverlappingBands(t *testing.T) {
 // value pass as another's.
 const kubeProxyClaim = `version: 1
 sources:
-  HYBRID: {title: t, file: f, platform: p}
+  HYBRID: {title: t, date: d, version: v, file: f, platform: p}
 claims:
   - id: kubeproxy.kind-service-ready
     title: t
@@ -244,7 +244,7 @@ func TestKubeProxyBandsDiscriminate(t *testing.T) {
 // pass as another's.
 const conntrackClaim = `version: 1
 sources:
-  HYBRID: {title: t, file: f, platform: p}
+  HYBRID: {title: t, date: d, version: v, file: f, platform: p}
 claims:
   - id: conntrack.table-full
     title: t

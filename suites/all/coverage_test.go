@@ -239,6 +239,25 @@ func TestKindWithoutEngineFailsFastWithReport(t *testing.T) {
 			if !strings.Contains(string(md), "## Not measured in this run") || !strings.Contains(string(md), "`latency.percentiles` (none)") {
 				t.Fatalf("report.md:\n%s", md)
 			}
+			// The set-up failure is in both reports, not only in JUnit,
+			// and the console says it once (no Gomega type dump).
+			html, err := os.ReadFile(filepath.Join(results, "nokind", "report.html"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for f, b := range map[string][]byte{"report.md": md, "report.html": html} {
+				if !strings.Contains(string(b), "Set-up failed: no claim was measured.") || !strings.Contains(string(b), "no container engine") {
+					t.Errorf("%s does not state the set-up failure:\n%s", f, b)
+				}
+			}
+			if n := strings.Count(string(out), "no container engine"); n != 1 {
+				t.Errorf("the set-up error is printed %d times:\n%s", n, out)
+			}
+			for _, dump := range []string{"<*", "errors.joinError", "{errs:", "0x"} {
+				if strings.Contains(string(out), dump) {
+					t.Errorf("output holds a Go type dump %q:\n%s", dump, out)
+				}
+			}
 			if _, err := os.Stat(filepath.Join(results, "nokind", "junit.xml")); err != nil {
 				t.Fatalf("no junit.xml: %v", err)
 			}
