@@ -68,6 +68,9 @@ var skipped = map[string]bool{"v1/componentstatuses": true, "v1/events": true, "
 
 // Take lists every object of every resource type that supports list.
 func Take(ctx context.Context, cfg *rest.Config) (*Snapshot, error) {
+	// Listing v1 Endpoints draws a deprecation warning on every call.
+	cfg = rest.CopyConfig(cfg)
+	cfg.WarningHandler = rest.NoWarnings{}
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		return nil, err

@@ -73,13 +73,18 @@ func TestExistingProviderBadInputFailsBeforeAnyWrite(t *testing.T) {
 		{"registry CA not given", reg.DockerConfigDir, []string{"-context=qual", "-image-registry=" + reg.Host},
 			[]string{"does not trust", "-image-registry-ca"}},
 		{"context that does not exist", reg.DockerConfigDir, []string{"-context=qual-typo", "-image-registry=" + reg.Host, "-image-registry-ca=" + reg.CAFile},
-			[]string{`"qual-typo"`}},
+			[]string{`context "qual-typo" does not exist`, `accepted: one of its contexts "qual"`}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			out, err := run(t, c.dockerConfig, c.args...)
 			if err == nil {
 				t.Fatalf("the run passed; want a failure:\n%s", out)
+			}
+			for _, l := range strings.Split(out, "\n") {
+				if strings.Contains(l, "FAIL") || strings.Contains(l, "-image-registry=") || strings.Contains(l, "context") {
+					t.Logf("| %s", strings.TrimSpace(l))
+				}
 			}
 			for _, w := range c.want {
 				if !strings.Contains(out, w) {
