@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -31,6 +32,36 @@ type Object struct {
 	UID             string
 	ResourceVersion string
 	Labels          map[string]string
+	// Writers are the object's field managers, from managedFields: who
+	// wrote it (kubelet, kube-controller-manager, helm, the suite's own
+	// clients), how, and when last.
+	Writers []Writer
+}
+
+// Writer is one managedFields entry.
+type Writer struct {
+	Manager, Operation, Subresource string
+	Time                            time.Time
+}
+
+func (w Writer) String() string {
+	s := w.Manager + " " + w.Operation
+	if w.Subresource != "" {
+		s += " " + w.Subresource
+	}
+	return s + " at " + w.Time.UTC().Format(time.RFC3339)
+}
+
+// WritersSince are the writers whose last write was at or after t
+// (managedFields keep seconds, so t is truncated to the second).
+func (o Object) WritersSince(t time.Time) []Writer {
+	var out []Writer
+	for _, w := range o.Writers {
+		if !w.Time.Before(t.Truncate(time.Second)) {
+			out = append(out, w)
+		}
+	}
+	return out
 }
 
 // Key identifies the object across snapshots.
@@ -40,6 +71,9 @@ func (o Object) Key() string {
 
 // Snapshot is every object of every listable resource type.
 type Snapshot struct {
+	// TakenAt is when the listing began: a write after it shows up in the
+	// next snapshot.
+	TakenAt time.Time
 	Objects map[string]Object
 	// Resources are the resource types listed, in order.
 	Resources []string
@@ -52,11 +86,13 @@ type Snapshot struct {
 // change to one says nothing about who wrote it, so they are compared by
 // existence only (added or removed), never by resourceVersion.
 var volatile = map[string]bool{
-	"coordination.k8s.io/v1/leases":      true,
-	"v1/events":                          true,
-	"events.k8s.io/v1/events":            true,
-	"discovery.k8s.io/v1/endpointslices": true,
-	"v1/endpoints":                       true,
+	"coordination.k8s.io/v1/leases":         true,
+	"v1/events":                             true,
+	"events.k8s.io/v1/events":               true,
+	"discovery.k8s.io/v1/endpointslices":    true,
+	"v1/endpoints":                          true,
+	"v1/nodes":                              true,
+	"apiregistration.k8s.io/v1/apiservices": true,
 }
 
 // skipped are resource types whose list is not an inventory:
@@ -83,7 +119,7 @@ func Take(ctx context.Context, cfg *rest.Config) (*Snapshot, error) {
 	if err != nil && len(lists) == 0 {
 		return nil, fmt.Errorf("inventory: discovery: %w", err)
 	}
-	s := &Snapshot{Objects: map[string]Object{}}
+	s := &Snapshot{TakenAt: time.Now(), Objects: map[string]Object{}}
 	for _, l := range lists {
 		gv, err := schema.ParseGroupVersion(l.GroupVersion)
 		if err != nil {
@@ -106,6 +142,13 @@ func Take(ctx context.Context, cfg *rest.Config) (*Snapshot, error) {
 			for _, u := range items {
 				o := Object{Resource: res, Namespace: u.GetNamespace(), Name: u.GetName(), UID: string(u.GetUID()),
 					ResourceVersion: u.GetResourceVersion(), Labels: u.GetLabels()}
+				for _, m := range u.GetManagedFields() {
+					w := Writer{Manager: m.Manager, Operation: string(m.Operation), Subresource: m.Subresource}
+					if m.Time != nil {
+						w.Time = m.Time.Time
+					}
+					o.Writers = append(o.Writers, w)
+				}
 				s.Objects[o.Key()] = o
 			}
 		}
@@ -163,6 +206,11 @@ func Compare(before, after *Snapshot) Diff {
 	for k, a := range after.Objects {
 		b, ok := before.Objects[k]
 		switch {
+		case !ok && volatile[a.Resource] && a.Namespace != "" && before.has("v1/namespaces /"+a.Namespace):
+			// The cluster's own bookkeeping in a namespace that was there
+			// before (a node's Lease appearing in kube-node-lease); the
+			// run's volatile objects live in its own namespaces, which are
+			// reported themselves.
 		case !ok:
 			d.Added = append(d.Added, a)
 		case volatile[a.Resource]:
@@ -180,6 +228,8 @@ func Compare(before, after *Snapshot) Diff {
 	}
 	return d
 }
+
+func (s *Snapshot) has(key string) bool { _, ok := s.Objects[key]; return ok }
 
 // Filter keeps the objects keep says yes to.
 func Filter(objs []Object, keep func(Object) bool) []Object {

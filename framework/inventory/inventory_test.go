@@ -83,6 +83,16 @@ func TestCompareSeesEveryKindOfChange(t *testing.T) {
 	if got := inventory.Keys(d.Removed); !slices.Equal(got, []string{"v1/configmaps inv-foreign/deleted"}) {
 		t.Errorf("removed = %v; want only the deleted ConfigMap", got)
 	}
+	for _, o := range d.Changed {
+		var names []string
+		for _, w := range o.WritersSince(before.TakenAt) {
+			names = append(names, w.Manager+" "+w.Operation)
+		}
+		// client-go's default field manager is the program's name.
+		if !slices.Contains(names, "inventory.test Update") {
+			t.Errorf("writers of %s since the first snapshot = %v; want this test's client (inventory.test Update)", o.Key(), names)
+		}
+	}
 	if has(d.Changed, "v1/configmaps inv-foreign/kept") {
 		t.Errorf("an untouched ConfigMap was reported changed")
 	}

@@ -87,7 +87,11 @@ state = {{ q .State }}
     conf_dir = {{ q .CNIConf }}
     max_conf_num = 1
 {{- range .Registries }}
-  # A private registry, configured as a cluster owner configures nodes.
+  # A private registry, configured as a cluster owner configures nodes. The
+  # explicit https endpoint: containerd speaks plain HTTP to localhost and
+  # 127.0.0.1 registries unless told otherwise.
+  [plugins."io.containerd.grpc.v1.cri".registry.mirrors.{{ q .Host }}]
+    endpoint = [{{ q (printf "https://%s" .Host) }}]
   [plugins."io.containerd.grpc.v1.cri".registry.configs.{{ q .Host }}.tls]
     ca_file = {{ q .CAFile }}
   [plugins."io.containerd.grpc.v1.cri".registry.configs.{{ q .Host }}.auth]

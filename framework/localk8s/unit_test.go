@@ -160,6 +160,7 @@ func TestConfigFiles(t *testing.T) {
 		"netns_mounts_under_state_dir = false", `root = "/var/lib/meshclaims-local/unit/containerd/root"`,
 		"SystemdCgroup = false", `bin_dir = "/var/lib/meshclaims-local/unit/cni/bin"`, `conf_dir = "/var/lib/meshclaims-local/unit/cni/net.d"`,
 		`path = "/var/lib/meshclaims-local/unit/containerd/opt"`,
+		`[plugins."io.containerd.grpc.v1.cri".registry.mirrors."127.0.0.1:5443"]`, `endpoint = ["https://127.0.0.1:5443"]`,
 		`[plugins."io.containerd.grpc.v1.cri".registry.configs."127.0.0.1:5443".tls]`, `ca_file = "/tmp/ca.pem"`,
 		`[plugins."io.containerd.grpc.v1.cri".registry.configs."127.0.0.1:5443".auth]`, `username = "u"`, `password = "p\"w"`,
 	} {
