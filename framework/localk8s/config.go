@@ -76,9 +76,24 @@ type Config struct {
 	// KeepState makes Delete stop processes and clean the host but keep the
 	// state directory (PKI, etcd, imported images) for the next Start.
 	KeepState bool
+	// Registries are private registries the node's containerd pulls from,
+	// configured as a cluster owner configures nodes (on EKS the node
+	// role's ECR access plays this part): the CA that signed each one's
+	// certificate and the credentials the node presents.
+	Registries []NodeRegistry
 	// ReadyTimeout bounds Start's wait for the node to be Ready and DNS to
 	// answer. Default 5 minutes.
 	ReadyTimeout time.Duration
+}
+
+// NodeRegistry is one private registry in the node's containerd config.
+type NodeRegistry struct {
+	// Host is host:port, as image references name it.
+	Host string
+	// CAFile is a PEM CA the node trusts for Host (empty: the system's).
+	CAFile string
+	// Username and Password are the node's credentials for Host.
+	Username, Password string
 }
 
 // Fixed ports: one local cluster per host.
@@ -93,6 +108,7 @@ const (
 const DefaultStateRoot = "/var/lib/meshclaims-local"
 
 var nameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$`)
+var registryHostRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9.-]*[a-z0-9])?(:[0-9]{1,5})?$`)
 var ifNameRE = regexp.MustCompile(`^[a-zA-Z0-9_.-]{1,15}$`)
 
 // Defaults returns c with every empty field filled in and validated.
@@ -158,6 +174,14 @@ func (c Config) Defaults() (Config, error) {
 	}
 	if c.PodCIDR.Overlaps(c.ServiceCIDR) {
 		return c, fmt.Errorf("localk8s: pod CIDR %s overlaps service CIDR %s; they must be disjoint", c.PodCIDR, c.ServiceCIDR)
+	}
+	for _, r := range c.Registries {
+		if !registryHostRE.MatchString(r.Host) {
+			return c, fmt.Errorf("localk8s: registry %q is not a host[:port]; accepted: e.g. 127.0.0.1:5000, registry.example.com", r.Host)
+		}
+		if r.CAFile != "" && !filepath.IsAbs(r.CAFile) {
+			return c, fmt.Errorf("localk8s: registry %s: CA file %q must be an absolute path (containerd reads it from its own working directory)", r.Host, r.CAFile)
+		}
 	}
 	if c.ReadyTimeout == 0 {
 		c.ReadyTimeout = 5 * time.Minute

@@ -86,16 +86,29 @@ state = {{ q .State }}
     bin_dir = {{ q .CNIBin }}
     conf_dir = {{ q .CNIConf }}
     max_conf_num = 1
+{{- range .Registries }}
+  # A private registry, configured as a cluster owner configures nodes. The
+  # explicit https endpoint: containerd speaks plain HTTP to localhost and
+  # 127.0.0.1 registries unless told otherwise.
+  [plugins."io.containerd.grpc.v1.cri".registry.mirrors.{{ q .Host }}]
+    endpoint = [{{ q (printf "https://%s" .Host) }}]
+  [plugins."io.containerd.grpc.v1.cri".registry.configs.{{ q .Host }}.tls]
+    ca_file = {{ q .CAFile }}
+  [plugins."io.containerd.grpc.v1.cri".registry.configs.{{ q .Host }}.auth]
+    username = {{ q .Username }}
+    password = {{ q .Password }}
+{{- end }}
 `))
 
 // ContainerdConfig renders containerd's TOML config (format version 2, the
 // one Debian's containerd 1.6 reads).
 func ContainerdConfig(c Config) ([]byte, error) {
 	l := c.Layout()
-	data := map[string]string{
+	data := map[string]any{
 		"Root": l.ContainerdRoot(), "State": l.ContainerdState(),
 		"Socket": l.ContainerdSocket(), "TTRPC": l.ContainerdSocket() + ".ttrpc",
 		"Sandbox": SandboxImage, "Opt": filepath.Join(l.Root, "containerd", "opt"), "RuncRoot": filepath.Join(l.Root, "containerd", "runc"), "Runc": c.Runc, "CNIBin": l.CNIBinDir(), "CNIConf": l.CNIConfDir(),
+		"Registries": c.Registries,
 	}
 	var b bytes.Buffer
 	err := containerdTemplate.Execute(&b, data)

@@ -66,6 +66,10 @@ func (s *Suite) loadArchives(ctx context.Context) error {
 		}
 		loads = append(loads, load{tar, arch})
 	}
+	opts, err := s.pushOptions()
+	if err != nil {
+		return err
+	}
 	for _, l := range loads {
 		where := "archive " + filepath.Base(l.tar)
 		if !pushing {
@@ -80,7 +84,7 @@ func (s *Suite) loadArchives(ctx context.Context) error {
 		}
 		for _, a := range l.images {
 			target := s.archiveTarget(a.Refs[0])
-			d, err := images.Push(ctx, a.Image, target, images.PushOptions{})
+			d, err := images.Push(ctx, a.Image, target, opts)
 			if err != nil {
 				return err
 			}

@@ -171,6 +171,9 @@ func (s *Suite) up(ctx context.Context) error {
 	if err := checkZtunnelImage(cfg); err != nil {
 		return err
 	}
+	if err := s.checkRegistry(ctx); err != nil {
+		return err
+	}
 
 	// 1. The cluster, pinned once. cluster.Setup is e2e-framework's env.Func.
 	// The provider is published before it starts: an interrupt during a
@@ -312,7 +315,11 @@ func (s *Suite) image(ctx context.Context, provider cluster.Provider, arch strin
 	s.note(fmt.Sprintf("workload image %s, config digest %s", ref, img.ConfigDigest))
 	if s.Cfg.Registry != "" {
 		pushed := s.Cfg.Registry + "/meshclaims/workload:" + WorkloadVersion
-		d, err := images.Push(ctx, img.Image, pushed, images.PushOptions{})
+		opts, err := s.pushOptions()
+		if err != nil {
+			return fixtures.Images{}, err
+		}
+		d, err := images.Push(ctx, img.Image, pushed, opts)
 		if err != nil {
 			return fixtures.Images{}, err
 		}

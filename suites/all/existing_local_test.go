@@ -1,0 +1,226 @@
+package all
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/meshclaims/meshclaims/fixtures"
+	"github.com/meshclaims/meshclaims/framework/inventory"
+	"github.com/meshclaims/meshclaims/framework/localk8s"
+	"github.com/meshclaims/meshclaims/framework/privateregistry"
+	"github.com/meshclaims/meshclaims/framework/setup/setuptest"
+)
+
+// Release qualification on a cluster the suite did not create, as a user
+// runs it: a local cluster brought up here (its node's containerd trusting
+// the private registry's CA and holding its credentials, as a cluster
+// owner configures nodes), already holding someone else's objects; then
+// `e2e.test -provider=existing -kubeconfig -context -image-registry
+// -image-registry-ca` with the credentials in DOCKER_CONFIG's config.json.
+// The run must pass, and an inventory of every resource type before and
+// after must show every foreign object unchanged (same UID and
+// resourceVersion) and nothing of the run's left. The detector's negative
+// control: an object carrying the run's label, left on purpose, is found.
+//
+// MESHCLAIMS_EXISTING_MODES chooses the modes (default none); a meshed mode
+// also needs make istio-images (MESHCLAIMS_ISTIO_IMAGES, MESHCLAIMS_ISTIO_CHARTS),
+// whose archives are pushed to the registry.
+func TestExistingProviderOnLocalCluster(t *testing.T) {
+	setuptest.RequireLocal(t, "-provider=existing on a local cluster with a private registry")
+	bin := e2eBinary(t)
+	reg := privateregistry.ForTest(t)
+	ctx := context.Background()
+
+	k, err := localk8s.New(localk8s.Config{Name: "qual", Registries: []localk8s.NodeRegistry{{
+		Host: reg.Host, CAFile: reg.CAFile, Username: reg.User, Password: reg.Password}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k.Logf = t.Logf
+	t.Cleanup(func() {
+		if err := k.Delete(context.Background()); err != nil {
+			t.Errorf("deleting the local cluster: %v", err)
+		}
+	})
+	if err := k.Start(ctx); err != nil {
+		t.Fatalf("local cluster: %v", err)
+	}
+	cs := kubernetes.NewForConfigOrDie(k.RESTConfig())
+	seedForeignObjects(t, cs)
+
+	before, err := inventory.Take(ctx, k.RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("inventory before: %d objects of %d resource types", len(before.Objects), len(before.Resources))
+
+	modes := os.Getenv("MESHCLAIMS_EXISTING_MODES")
+	if modes == "" {
+		modes = "none"
+	}
+	const run = "existing-qual"
+	results := os.Getenv("MESHCLAIMS_EXISTING_RESULTS")
+	if results == "" {
+		results = filepath.Join(t.TempDir(), "results")
+	}
+	// A run id names one run's directory; this test owns this one.
+	if err := os.RemoveAll(filepath.Join(results, run)); err != nil {
+		t.Fatal(err)
+	}
+	kc, err := clientcmd.LoadFromFile(k.KubeconfigPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"-mode=" + modes, "-provider=existing", "-kubeconfig=" + k.KubeconfigPath(), "-context=" + kc.CurrentContext,
+		"-image-registry=" + reg.Host, "-image-registry-ca=" + reg.CAFile,
+		"-duration-scale=0.05", "-fail-on=error", "-results=" + results, "-run-id=" + run, "-ginkgo.v"}
+	if modes != "none" {
+		args = append(args, istioArchiveFlags(t)...)
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), "DOCKER_CONFIG="+reg.DockerConfigDir)
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	t.Logf("running %s %s", bin, strings.Join(args, " "))
+	start := time.Now()
+	runErr := cmd.Run()
+	t.Logf("the run ended after %v: %v", time.Since(start).Round(time.Second), runErr)
+	if runErr != nil {
+		t.Errorf("-provider=existing run failed: %v", runErr)
+	}
+
+	after, err := inventory.Take(ctx, k.RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := inventory.Compare(before, after)
+	if len(d.Added) != 0 {
+		t.Errorf("left by the run: %v", inventory.Keys(d.Added))
+	}
+	if len(d.Removed) != 0 {
+		t.Errorf("foreign objects removed: %v", inventory.Keys(d.Removed))
+	}
+	// A foreign object's resourceVersion also moves when the cluster's own
+	// components write it (the kubelet updating its pod's status): each
+	// change is attributed by managedFields, and only a write by someone
+	// other than the cluster's components counts as the run's.
+	for _, o := range d.Changed {
+		var others []string
+		writers := o.WritersSince(before.TakenAt)
+		for _, w := range writers {
+			if !clusterComponents[w.Manager] {
+				others = append(others, w.String())
+			}
+		}
+		switch {
+		case len(others) > 0:
+			t.Errorf("foreign object %s written by %v", o.Key(), others)
+		case len(writers) == 0:
+			t.Errorf("foreign object %s changed with no writer recorded since the first inventory", o.Key())
+		default:
+			t.Logf("foreign object %s changed by the cluster itself: %v", o.Key(), writers)
+		}
+	}
+	t.Logf("inventory after: %d objects; added %d, removed %d, changed %d", len(after.Objects), len(d.Added), len(d.Removed), len(d.Changed))
+	if cat, err := reg.Catalog(ctx); err == nil {
+		t.Logf("the registry holds what the run pushed (a user's registry keeps pushed images; the suite does not delete them): %v", cat)
+	}
+
+	// Negative control: an object of the run's, left on purpose, is reported.
+	left := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "left-on-purpose", Namespace: "team-payments",
+		Labels: map[string]string{fixtures.LabelRun: run}}}
+	if _, err := cs.CoreV1().ConfigMaps("team-payments").Create(ctx, left, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	again, err := inventory.Take(ctx, k.RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := inventory.Keys(inventory.Compare(before, again).Added); !containsKey(got, "v1/configmaps team-payments/left-on-purpose") {
+		t.Errorf("detector blind: an object left on purpose is not reported; added = %v", got)
+	}
+}
+
+// seedForeignObjects gives the cluster what a real one holds before the
+// suite arrives: a team's namespace with a running workload, its Service
+// and a NetworkPolicy, none of them the suite's.
+func seedForeignObjects(t *testing.T, cs kubernetes.Interface) {
+	t.Helper()
+	ctx := context.Background()
+	ns := "team-payments"
+	labels := map[string]string{"app": "ledger"}
+	one := int32(1)
+	objs := []func() error{
+		func() error {
+			_, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+			return err
+		},
+		func() error {
+			_, err := cs.AppsV1().Deployments(ns).Create(ctx, &appsv1.Deployment{
+				ObjectMeta: metav1.ObjectMeta{Name: "ledger", Labels: labels},
+				Spec: appsv1.DeploymentSpec{Replicas: &one, Selector: &metav1.LabelSelector{MatchLabels: labels},
+					Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
+						Containers: []corev1.Container{{Name: "ledger", Image: localk8s.SandboxImage, ImagePullPolicy: corev1.PullNever}}}}},
+			}, metav1.CreateOptions{})
+			return err
+		},
+		func() error {
+			_, err := cs.CoreV1().Services(ns).Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "ledger"},
+				Spec: corev1.ServiceSpec{Selector: labels, Ports: []corev1.ServicePort{{Port: 8080}}}}, metav1.CreateOptions{})
+			return err
+		},
+		func() error {
+			_, err := cs.NetworkingV1().NetworkPolicies(ns).Create(ctx, &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: "ledger-ingress"},
+				Spec: networkingv1.NetworkPolicySpec{PodSelector: metav1.LabelSelector{MatchLabels: labels},
+					PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}}}, metav1.CreateOptions{})
+			return err
+		},
+	}
+	for _, f := range objs {
+		if err := f(); err != nil {
+			t.Fatalf("seeding foreign objects: %v", err)
+		}
+	}
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		d, err := cs.AppsV1().Deployments(ns).Get(ctx, "ledger", metav1.GetOptions{})
+		if err == nil && d.Status.AvailableReplicas == 1 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the foreign workload did not become available: %v", err)
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+func istioArchiveFlags(t *testing.T) []string {
+	t.Helper()
+	archives, charts := setuptest.IstioImages(t)
+	v := setuptest.IstioVersion(t)
+	return []string{"-istio-version=" + v, "-istio-tag=" + v, "-image-archives=" + archives, "-istio-charts=" + charts}
+}
+
+// clusterComponents are the field managers of the cluster's own control
+// plane and node, which keep writing objects whoever else runs.
+var clusterComponents = map[string]bool{"kubelet": true, "kube-controller-manager": true, "kube-scheduler": true, "kube-apiserver": true}
+
+func containsKey(keys []string, k string) bool {
+	for _, x := range keys {
+		if x == k {
+			return true
+		}
+	}
+	return false
+}
