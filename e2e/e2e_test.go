@@ -2,13 +2,15 @@
 //
 //	go test ./e2e -mode=ambient-l4                     # kind cluster it creates
 //	go test ./e2e -mode=all -provider=existing -context=eks-qual -timeout=6h
-//	go test ./e2e -mode=sidecar -ginkgo.dry-run -ginkgo.v   # list the specs
+//	go test ./e2e -mode=sidecar -ginkgo.dry-run -ginkgo.v   # list the specs (and the plan)
+//	go test ./e2e -mode=none,sidecar -plan                  # the plan: loads, durations, estimated total
 //
 // Flags are validated before anything touches a cluster; the run ends with
 // junit.xml, results.json and report.md in the results directory.
 package e2e
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"os"
@@ -51,7 +53,7 @@ func TestMain(m *testing.M) {
 	// go test passes -test.timeout=10m unless told otherwise, which would
 	// kill a live run midway (and leave its cluster behind). Raise go's
 	// default, and only its default, for runs that are not dry runs.
-	if t := flag.Lookup("test.timeout"); t != nil && t.Value.String() == "10m0s" && !flagSet("ginkgo.dry-run") {
+	if t := flag.Lookup("test.timeout"); t != nil && t.Value.String() == "10m0s" && !flagSet("ginkgo.dry-run") && !cfg.Plan {
 		_ = flag.Set("test.timeout", liveTimeout.String())
 		fmt.Fprintf(os.Stderr, "meshclaims: go test's default 10m timeout raised to %s for a live run; pass -timeout to choose another\n", liveTimeout)
 	}
@@ -79,6 +81,16 @@ func TestE2E(t *testing.T) {
 	planned, err := spec.Plan(reg, spec.Defs(), cfg.Modes)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The plan, before any cluster work: -plan prints it and stops; a dry
+	// run prints it beside the spec tree.
+	if cfg.Plan || flagSet("ginkgo.dry-run") {
+		if _, err := spec.WritePlan(context.Background(), os.Stdout, planned, &spec.Env{Config: cfg, Registry: reg}); err != nil {
+			t.Fatal(err)
+		}
+		if cfg.Plan {
+			return
+		}
 	}
 	spec.Build(planned, func() *spec.Env {
 		if suite == nil {

@@ -39,6 +39,16 @@ func Markdown(w io.Writer, res *Results, reg *claims.Registry) error {
 	if !env.Finished.IsZero() {
 		p("| finished | %s |\n", env.Finished.UTC().Format("2006-01-02 15:04:05Z"))
 	}
+	if env.Planned > 0 {
+		actual := "unfinished"
+		if !env.Finished.IsZero() {
+			actual = env.Finished.Sub(env.Started).Round(time.Second).String()
+		}
+		p("| wall time, planned / actual | %s / %s (plan.txt) |\n", env.Planned.Round(time.Second), actual)
+	}
+	if env.SetUp > 0 {
+		p("| suite set-up | %s |\n", env.SetUp.Round(time.Second))
+	}
 	for _, n := range env.Notes {
 		p("\n> %s\n", n)
 	}
