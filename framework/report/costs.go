@@ -12,11 +12,7 @@ import (
 // it ran itself (shared loads cost it nothing). Records from before the
 // report kept wall times give no cost.
 func (d *Dir) Costs() (*loadplan.Costs, error) {
-	env, err := d.LoadEnvironment()
-	if err != nil {
-		return nil, err
-	}
-	recs, err := d.Records()
+	env, recs, err := d.load()
 	if err != nil {
 		return nil, err
 	}
@@ -60,4 +56,14 @@ func LatestCosts(root, provider, skip string) *loadplan.Costs {
 		best, bestStart = c, env.Started
 	}
 	return best
+}
+
+// load reads environment.json and every measured record.
+func (d *Dir) load() (Environment, []Record, error) {
+	env, err := d.LoadEnvironment()
+	if err != nil {
+		return Environment{}, nil, err
+	}
+	recs, err := d.Records()
+	return env, recs, err
 }

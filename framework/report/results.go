@@ -366,11 +366,7 @@ func Judge(env Environment, records []Record, reg *claims.Registry) (*Results, e
 // Rebuild re-judges a results directory with reg and rewrites results.json,
 // report.md and report.html.
 func (d *Dir) Rebuild(reg *claims.Registry) (*Results, error) {
-	env, err := d.LoadEnvironment()
-	if err != nil {
-		return nil, err
-	}
-	recs, err := d.Records()
+	env, recs, err := d.load()
 	if err != nil {
 		return nil, err
 	}
