@@ -166,6 +166,7 @@ func Markdown(w io.Writer, res *Results, reg *claims.Registry) error {
 			p("\n</details>\n")
 		}
 	}
+	loadsTable(p, res.Entries)
 	if reg != nil {
 		if missing := Missing(res, reg); len(missing) > 0 {
 			p("\n## Not measured in this run\n\nApplicable to the selected modes but without a measurement (spec skipped, filtered out, or failed before recording): %s.\n", strings.Join(missing, ", "))
@@ -223,4 +224,32 @@ func short(s string, n int) string {
 		return s
 	}
 	return string(r[:n-1]) + "…"
+}
+
+// loadsTable is each claim's loads, planned against actual: duration,
+// requests (planned: the paced rate times the duration), restart cycles,
+// and why the load stopped (its full duration, or the sequential rule).
+func loadsTable(p func(string, ...any), entries []Entry) {
+	var rows []string
+	for _, e := range entries {
+		for _, l := range e.Loads {
+			planned := "-"
+			if l.QPS > 0 {
+				planned = fmt.Sprintf("%.0f", l.QPS*l.Duration.Seconds())
+			}
+			stopped := l.Stopped
+			if l.Shared {
+				stopped = "shared: " + stopped
+			}
+			rows = append(rows, fmt.Sprintf("| %s | %s | %s | %s / %s | %d / %s | %d | %s |\n", e.Claim, e.Mode, l.Name,
+				l.Took.Round(time.Second), l.Duration, l.Requests, planned, l.Cycles, cell(stopped)))
+		}
+	}
+	if len(rows) == 0 {
+		return
+	}
+	p("\n## Loads: actual against planned\n\n| claim | mode | load | ran / planned | requests / planned | cycles | stopped |\n|---|---|---|---|---|---|---|\n")
+	for _, r := range rows {
+		p("%s", r)
+	}
 }

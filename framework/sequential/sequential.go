@@ -130,6 +130,12 @@ type Asymptotic struct {
 	n           int
 	mean, m2    float64 // Welford
 	lo, hi      float64 // running intersection
+	// BurnIn is how many observations pass before the interval is formed
+	// (and intersected): an asymptotic interval from a handful of
+	// observations is not yet valid, and with zero-inflated data (most
+	// cycles error-free) its early narrowness would be locked in by the
+	// intersection. 2 at least.
+	BurnIn int
 }
 
 // NewAsymptotic starts a sequence at level alpha, tightest around optimum
@@ -164,7 +170,7 @@ func (a *Asymptotic) Add(x float64) error {
 	d := x - a.mean
 	a.mean += d / float64(a.n)
 	a.m2 += d * (x - a.mean)
-	if a.n < 2 {
+	if a.n < max(a.BurnIn, 2) {
 		return nil
 	}
 	t := float64(a.n)

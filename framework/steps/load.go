@@ -23,7 +23,7 @@ import (
 // port-forward), keeps the raw JSON and options in the results directory and
 // returns the run with the causes of every -1 read from the client's log.
 func Load(ctx context.Context, r *spec.Run, c probe.Client, name string, s load.Spec) (*load.Run, error) {
-	run, err := runLoad(ctx, r, c, name, s)
+	run, err := runLoad(ctx, r, c, name, s, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -46,12 +46,24 @@ func modeOf(c probe.Client) mode.Mode {
 
 // runLoad is Load without recording it on the spec's loads: callers that
 // record more (restart cycles, the stopping rule) record it themselves.
-func runLoad(ctx context.Context, r *spec.Run, c probe.Client, name string, s load.Spec) (*load.Run, error) {
+// Closing stop (when not nil) ends the load early with what ran so far.
+func runLoad(ctx context.Context, r *spec.Run, c probe.Client, name string, s load.Spec, stop <-chan struct{}) (*load.Run, error) {
 	eng, rawDir, done, err := clientEngine(ctx, r, c, "meshclaims-load-")
 	if err != nil {
 		return nil, err
 	}
 	defer done()
+	if stop != nil {
+		finished := make(chan struct{})
+		defer close(finished)
+		go func() {
+			select {
+			case <-stop:
+				eng.Stop()
+			case <-finished:
+			}
+		}()
+	}
 	r.Logf("load %s: %s, %g qps, %d connections, %s", name, s.URL, s.QPS, s.Connections, s.Duration)
 	run, err := eng.Run(ctx, name, s)
 	if err != nil {

@@ -1,6 +1,7 @@
 package steps
 
 import (
+	"errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -170,27 +171,55 @@ func underLoad(ctx context.Context, r *spec.Run, c probe.Client, name string, s 
 	}
 	done := make(chan loaded, 1)
 	start := time.Now()
+	stop := make(chan struct{})
 	go func() {
-		run, err := runLoad(ctx, r, c, name, s)
+		run, err := runLoad(ctx, r, c, name, s, stop)
 		done <- loaded{run, err}
 	}()
 	until := start.Add(s.Duration)
 	errorsSoFar := progressTally(ctx, r, c, start)
-	cycles, cerr := rollout.Run(ctx, d, until, r.Env.Config.Timeouts.RolloutComplete, func(cy rollout.Cycle) {
+	mon, why := newCycleMonitor(ctx, r, c, name, s, start)
+	if mon == nil {
+		r.Logf("load %s runs its full %s: no sequential stop (%s)", name, s.Duration, why)
+	}
+	stopped := StoppedFull
+	loopCtx, endLoop := context.WithCancel(ctx)
+	defer endLoop()
+	cycles, cerr := rollout.Run(loopCtx, d, until, r.Env.Config.Timeouts.RolloutComplete, func(cy rollout.Cycle) {
 		state := "complete"
 		if cy.Err != nil {
 			state = "NOT complete: " + cy.Error
 		}
 		r.Logf("rollout cycle %d %s in %s; %s elapsed, %s of load left; %s", cy.Index+1, state,
 			cy.Duration().Round(time.Second), time.Since(start).Round(time.Second), max(0, time.Until(until)).Round(time.Second), errorsSoFar())
+		if mon == nil || stopped != StoppedFull {
+			return
+		}
+		ok, reason, err := mon.add(cy)
+		if err != nil {
+			// Monitoring is an economy, not the measurement: the load
+			// runs on to its full duration.
+			r.Logf("sequential stop off for %s: %v", name, err)
+			mon = nil
+			return
+		}
+		if ok {
+			stopped = reason
+			r.Logf("load %s stops: %s", name, reason)
+			close(stop)
+			endLoop()
+		}
 	})
+	if stopped != StoppedFull && errors.Is(cerr, context.Canceled) && ctx.Err() == nil {
+		cerr = nil // the loop ended because the load stopped early
+	}
 	l := <-done
 	if l.err != nil {
 		return nil, l.err
 	}
 	ran := Declared(modeOf(c), name, s)
 	ran.Restarts = true
-	r.Ran(loadplan.LoadRan{Load: ran, Took: l.run.Result.ActualDuration, Requests: l.run.Result.Requests(), Cycles: len(cycles), Stopped: StoppedFull})
+	r.Ran(loadplan.LoadRan{Load: ran, Took: l.run.Result.ActualDuration, Requests: l.run.Result.Requests(), Cycles: len(cycles), Stopped: stopped})
 	if cerr != nil {
 		// A rollout that overran its limit is part of the measurement (GUIDE
 		// kept looping); it is reported, not fatal.
