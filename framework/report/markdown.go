@@ -166,7 +166,7 @@ func Markdown(w io.Writer, res *Results, reg *claims.Registry) error {
 			p("\n</details>\n")
 		}
 	}
-	loadsTable(p, res.Entries)
+	loadsTable(p, res.Entries, reg)
 	if reg != nil {
 		if missing := Missing(res, reg); len(missing) > 0 {
 			p("\n## Not measured in this run\n\nApplicable to the selected modes but without a measurement (spec skipped, filtered out, or failed before recording): %s.\n", strings.Join(missing, ", "))
@@ -227,11 +227,23 @@ func short(s string, n int) string {
 }
 
 // loadsTable is each claim's loads, planned against actual: duration,
-// requests (planned: the paced rate times the duration), restart cycles,
-// and why the load stopped (its full duration, or the sequential rule).
-func loadsTable(p func(string, ...any), entries []Entry) {
+// requests (planned: the paced rate times the duration) and restart
+// cycles, beside the source's documented requests and cycles, and why the
+// load stopped (its full duration, or the sequential rule).
+func loadsTable(p func(string, ...any), entries []Entry, reg *claims.Registry) {
 	var rows []string
 	for _, e := range entries {
+		source := "-"
+		if reg != nil {
+			if c, ok := reg.Get(e.Claim); ok {
+				if doc, ok := c.DocumentedFor(e.Mode); ok && doc.Total != nil {
+					source = fmt.Sprintf("%d requests", *doc.Total)
+					if doc.Cycles != nil {
+						source += fmt.Sprintf(", %d cycles", *doc.Cycles)
+					}
+				}
+			}
+		}
 		for _, l := range e.Loads {
 			planned := "-"
 			if l.QPS > 0 {
@@ -241,14 +253,14 @@ func loadsTable(p func(string, ...any), entries []Entry) {
 			if l.Shared {
 				stopped = "shared: " + stopped
 			}
-			rows = append(rows, fmt.Sprintf("| %s | %s | %s | %s / %s | %d / %s | %d | %s |\n", e.Claim, e.Mode, l.Name,
-				l.Took.Round(time.Second), l.Duration, l.Requests, planned, l.Cycles, cell(stopped)))
+			rows = append(rows, fmt.Sprintf("| %s | %s | %s | %s / %s | %d / %s | %d | %s | %s |\n", e.Claim, e.Mode, l.Name,
+				l.Took.Round(time.Second), l.Duration, l.Requests, planned, l.Cycles, source, cell(stopped)))
 		}
 	}
 	if len(rows) == 0 {
 		return
 	}
-	p("\n## Loads: actual against planned\n\n| claim | mode | load | ran / planned | requests / planned | cycles | stopped |\n|---|---|---|---|---|---|---|\n")
+	p("\n## Loads: actual against planned\n\n| claim | mode | load | ran / planned | requests / planned | cycles | source's | stopped |\n|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
 		p("%s", r)
 	}
