@@ -179,10 +179,12 @@ func underLoad(ctx context.Context, r *spec.Run, c probe.Client, name string, s 
 	until := start.Add(s.Duration)
 	errorsSoFar := progressTally(ctx, r, c, start)
 	mon, why := newCycleMonitor(ctx, r, c, name, s, start)
+	stopped := StoppedFull
 	if mon == nil {
 		r.Logf("load %s runs its full %s: no sequential stop (%s)", name, s.Duration, why)
+		stopped = fmt.Sprintf("%s (no sequential stop: %s)", StoppedFull, why)
 	}
-	stopped := StoppedFull
+	full := stopped
 	loopCtx, endLoop := context.WithCancel(ctx)
 	defer endLoop()
 	cycles, cerr := rollout.Run(loopCtx, d, until, r.Env.Config.Timeouts.RolloutComplete, func(cy rollout.Cycle) {
@@ -192,7 +194,7 @@ func underLoad(ctx context.Context, r *spec.Run, c probe.Client, name string, s 
 		}
 		r.Logf("rollout cycle %d %s in %s; %s elapsed, %s of load left; %s", cy.Index+1, state,
 			cy.Duration().Round(time.Second), time.Since(start).Round(time.Second), max(0, time.Until(until)).Round(time.Second), errorsSoFar())
-		if mon == nil || stopped != StoppedFull {
+		if mon == nil || stopped != full {
 			return
 		}
 		ok, reason, err := mon.add(cy)
@@ -210,7 +212,7 @@ func underLoad(ctx context.Context, r *spec.Run, c probe.Client, name string, s 
 			endLoop()
 		}
 	})
-	if stopped != StoppedFull && errors.Is(cerr, context.Canceled) && ctx.Err() == nil {
+	if stopped != full && errors.Is(cerr, context.Canceled) && ctx.Err() == nil {
 		cerr = nil // the loop ended because the load stopped early
 	}
 	l := <-done
