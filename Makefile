@@ -18,7 +18,7 @@ ISTIO_CHARTS = $(shell $(GO) mod download -json $(ISTIO_MODULE) | sed -n 's/^[[:
 MODE ?= ambient-l4
 E2E_FLAGS ?=
 
-.PHONY: report-browser all test unit fmt-check vet registry k8s-bin istio-bin envoy-wheel istio-images kube-router local-deps vm-deps e2e e2e-dry-run e2e-local e2e-local-sidecar bench clean help
+.PHONY: report-browser all test unit fmt-check vet registry k8s-bin istio-bin envoy-wheel istio-images kube-router local-deps vm-deps e2e plan e2e-dry-run e2e-local e2e-local-sidecar bench clean help
 
 all: test
 
@@ -199,6 +199,9 @@ report-browser: ## open the local run's report.html in headless Chromium (root: 
 	mkdir -p $(CURDIR)/results/browser
 	MESHCLAIMS_BROWSER=1 MESHCLAIMS_BROWSER_RESULTS=$(CURDIR)/results/$(E2E_LOCAL_RUN) \
 		$(GO) test -count=1 -v -run TestHTMLReportInHeadlessChromium -artifacts -outputdir $(CURDIR)/results/browser ./framework/report/
+
+plan: ## print the plan (loads, durations, estimated total) without running: make plan MODE=none,sidecar E2E_FLAGS=-duration-scale=0.05
+	$(GO) test ./e2e -count=1 -v -mode=$(MODE) -plan $(E2E_FLAGS)
 
 e2e-dry-run: ## list the specs a mode runs, with their claim ids: make e2e-dry-run MODE=all
 	$(GO) test ./e2e -count=1 -v -mode=$(MODE) -args -ginkgo.dry-run -ginkgo.v

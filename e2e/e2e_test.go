@@ -2,13 +2,15 @@
 //
 //	go test ./e2e -mode=ambient-l4                     # kind cluster it creates
 //	go test ./e2e -mode=all -provider=existing -context=eks-qual -timeout=6h
-//	go test ./e2e -mode=sidecar -ginkgo.dry-run -ginkgo.v   # list the specs
+//	go test ./e2e -mode=sidecar -ginkgo.dry-run -ginkgo.v   # list the specs (and the plan)
+//	go test ./e2e -mode=none,sidecar -plan                  # the plan: loads, durations, estimated total
 //
 // Flags are validated before anything touches a cluster; the run ends with
 // junit.xml, results.json and report.md in the results directory.
 package e2e
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -86,7 +88,7 @@ func TestMain(m *testing.M) {
 	}); err != nil {
 		usageError(err)
 	}
-	if !suiteCfg.DryRun {
+	if !suiteCfg.DryRun && !cfg.Plan {
 		if err := cfg.ClaimResultsDir(); err != nil {
 			usageError(err)
 		}
@@ -94,7 +96,7 @@ func TestMain(m *testing.M) {
 	// go test passes -test.timeout=10m unless told otherwise, which would
 	// kill a live run midway (and leave its cluster behind). Raise go's
 	// default, and only its default, for runs that are not dry runs.
-	if t := flag.Lookup("test.timeout"); t != nil && !suiteCfg.DryRun {
+	if t := flag.Lookup("test.timeout"); t != nil && !suiteCfg.DryRun && !cfg.Plan {
 		switch t.Value.String() {
 		case "10m0s":
 			_ = flag.Set("test.timeout", liveTimeout.String())
@@ -128,6 +130,16 @@ func description() string { return "meshclaims " + strings.Join(modeNames(cfg.Mo
 
 func TestE2E(t *testing.T) {
 	RegisterFailHandler(Fail)
+	// The plan, before any cluster work: -plan prints it and stops; a dry
+	// run prints it beside the spec tree.
+	if cfg.Plan || flagSet("ginkgo.dry-run") {
+		if _, err := spec.WritePlan(context.Background(), os.Stdout, planned, &spec.Env{Config: cfg, Registry: reg}); err != nil {
+			t.Fatal(err)
+		}
+		if cfg.Plan {
+			return
+		}
+	}
 	spec.Build(planned, func() *spec.Env {
 		if suite == nil {
 			return nil

@@ -98,6 +98,15 @@ type Config struct {
 	// with many failures stays small; 0 collects none.
 	EvidenceMax int
 	Timeouts    Timeouts
+	// Sequential lets a load stop once its verdict can no longer change
+	// (framework/sequential); false runs every load for its full duration.
+	Sequential bool
+	// Plan prints the plan (each spec's loads and durations, the costs an
+	// earlier run measured, the estimated total) and runs nothing.
+	Plan bool
+	// PlanCosts is the results directory whose measured costs the plan
+	// reads; empty = the newest run of the same provider under ResultsRoot.
+	PlanCosts string
 
 	// Istio's images (images.go): registry prefix and tag for the charts
 	// (empty: docker.io/istio and the -istio-version), and a directory of
@@ -156,6 +165,9 @@ func Register(fs *flag.FlagSet) *Config {
 	fs.DurationVar(&c.Timeouts.FilterChainDrain, "filter-chain-drain-timeout", c.Timeouts.FilterChainDrain, "limit, after an Envoy carries an AuthorizationPolicy, for its filter chains from before it to drain (must exceed Istio's drainDuration, 45 s by default)")
 	fs.DurationVar(&c.Timeouts.RolloutComplete, "rollout-timeout", c.Timeouts.RolloutComplete, "limit for one rollout to complete (GUIDE: 60s)")
 	fs.DurationVar(&c.Timeouts.WorkloadsReady, "ready-timeout", c.Timeouts.WorkloadsReady, "limit for a mode's workloads to become ready")
+	fs.BoolVar(&c.Sequential, "sequential", true, "stop a rollout load as soon as its verdict can no longer change (anytime-valid confidence sequences over restart cycles, at least 20 cycles; only loads every reader judges on their rates against bands); false runs the source's fixed durations")
+	fs.BoolVar(&c.Plan, "plan", false, "print the plan (per mode and spec the loads and their durations at -duration-scale, the set-up costs an earlier run measured, the estimated total) and run nothing; dry runs print it too")
+	fs.StringVar(&c.PlanCosts, "plan-costs", "", "results directory of an earlier run whose measured set-up costs the plan uses (default: the newest run of the same -provider under -results)")
 	registerImageFlags(fs, c)
 	return c
 }

@@ -293,3 +293,22 @@ func Tally(text string) (failures, retries int) {
 	}
 	return failures, retries
 }
+
+// Live reads the client's log while a load runs (its run id is not known
+// until it ends; the client runs one load at a time): the times of its
+// -1s and of its 503 answers (logged with LogErrors) from since on.
+func Live(text string, since time.Time) (noResponse, unavailable []time.Time) {
+	for line := range strings.SplitSeq(text, "\n") {
+		ll, ok := parseLogLine(line)
+		if !ok || ll.ts.IsZero() || ll.ts.Before(since) {
+			continue
+		}
+		switch {
+		case failureMsgs[ll.msg]:
+			noResponse = append(noResponse, ll.ts)
+		case ll.msg == nonOKMsg && ll.code == 503:
+			unavailable = append(unavailable, ll.ts)
+		}
+	}
+	return noResponse, unavailable
+}

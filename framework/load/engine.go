@@ -321,6 +321,11 @@ func (e *Engine) postTo(ctx context.Context, endpoint string, body any, dur time
 	return raw, start, end, nil
 }
 
+// Stop ends the run in progress on the client early (fortio's rest/stop):
+// its /rest/run call then returns the result of what ran so far, so a
+// load whose verdict is already certain ends with its data kept.
+func (e *Engine) Stop() { e.stopAll() }
+
 func (e *Engine) stopAll() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

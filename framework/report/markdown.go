@@ -42,6 +42,16 @@ func Markdown(w io.Writer, res *Results, reg *claims.Registry) error {
 	if !env.Finished.IsZero() {
 		p("| finished | %s |\n", env.Finished.UTC().Format("2006-01-02 15:04:05Z"))
 	}
+	if env.Planned > 0 {
+		actual := "unfinished"
+		if !env.Finished.IsZero() {
+			actual = env.Finished.Sub(env.Started).Round(time.Second).String()
+		}
+		p("| wall time, planned / actual | %s / %s (plan.txt) |\n", env.Planned.Round(time.Second), actual)
+	}
+	if env.SetUp > 0 {
+		p("| suite set-up | %s |\n", env.SetUp.Round(time.Second))
+	}
 	for _, n := range env.Notes {
 		p("\n> %s\n", n)
 	}
@@ -166,6 +176,7 @@ func Markdown(w io.Writer, res *Results, reg *claims.Registry) error {
 			p("| %s | %s | %s | %s | %s |\n", s.Key, cell(s.Title), cell(s.Date), cell(s.Version), cell(dash(s.Platform)))
 		}
 	}
+	loadsTable(p, res.Entries, reg)
 	if reg != nil {
 		if missing := Missing(res, reg); len(missing) > 0 {
 			p("\n## Not measured in this run\n\nApplicable to the selected modes but without a measurement (spec skipped, filtered out, or failed before recording): %s.\n", strings.Join(missing, ", "))
@@ -223,4 +234,44 @@ func short(s string, n int) string {
 		return s
 	}
 	return string(r[:n-1]) + "…"
+}
+
+// loadsTable is each claim's loads, planned against actual: duration,
+// requests (planned: the paced rate times the duration) and restart
+// cycles, beside the source's documented requests and cycles, and why the
+// load stopped (its full duration, or the sequential rule).
+func loadsTable(p func(string, ...any), entries []Entry, reg *claims.Registry) {
+	var rows []string
+	for _, e := range entries {
+		source := "-"
+		if reg != nil {
+			if c, ok := reg.Get(e.Claim); ok {
+				if doc, ok := c.DocumentedFor(e.Mode); ok && doc.Total != nil {
+					source = fmt.Sprintf("%d requests", *doc.Total)
+					if doc.Cycles != nil {
+						source += fmt.Sprintf(", %d cycles", *doc.Cycles)
+					}
+				}
+			}
+		}
+		for _, l := range e.Loads {
+			planned := "-"
+			if l.QPS > 0 {
+				planned = fmt.Sprintf("%.0f", l.QPS*l.Duration.Seconds())
+			}
+			stopped := l.Stopped
+			if l.Shared {
+				stopped = "shared: " + stopped
+			}
+			rows = append(rows, fmt.Sprintf("| %s | %s | %s | %s / %s | %d / %s | %d | %s | %s |\n", e.Claim, e.Mode, l.Name,
+				l.Took.Round(time.Second), l.Duration, l.Requests, planned, l.Cycles, source, cell(stopped)))
+		}
+	}
+	if len(rows) == 0 {
+		return
+	}
+	p("\n## Loads: actual against planned\n\n| claim | mode | load | ran / planned | requests / planned | cycles | source's | stopped |\n|---|---|---|---|---|---|---|---|\n")
+	for _, r := range rows {
+		p("%s", r)
+	}
 }

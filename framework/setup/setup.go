@@ -6,6 +6,7 @@
 package setup
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -110,6 +111,21 @@ func Results(cfg *config.Config, reg *claims.Registry) (*report.Dir, report.Envi
 	}
 	if cfg.DurationScale != 1 {
 		env.Notes = append(env.Notes, fmt.Sprintf("Durations scaled by %g from the documented setups.", cfg.DurationScale))
+	}
+	// The plan, written before any cluster work, so the report can set the
+	// actual wall time beside it.
+	planned, err := spec.Plan(reg, spec.Defs(), cfg.Modes)
+	if err != nil {
+		return nil, report.Environment{}, err
+	}
+	var plan bytes.Buffer
+	est, err := spec.WritePlan(context.Background(), &plan, planned, &spec.Env{Config: cfg, Registry: reg})
+	if err != nil {
+		return nil, report.Environment{}, err
+	}
+	env.Planned = est.Total()
+	if err := os.WriteFile(filepath.Join(d.Path, "plan.txt"), plan.Bytes(), 0o644); err != nil {
+		return nil, report.Environment{}, err
 	}
 	return d, env, d.SaveEnvironment(env)
 }
@@ -291,6 +307,7 @@ func (s *Suite) up(ctx context.Context) error {
 	}
 	where := fmt.Sprintf("%s (%s), Kubernetes %s, Istio %s", cfg.Provider, rc.Host, k.ServerVersion(), istioLabel(cfg))
 	s.mu.Lock()
+	s.envInfo.SetUp = time.Since(s.envInfo.Started).Round(time.Millisecond)
 	env := s.envInfo
 	s.mu.Unlock()
 	if err := s.Results.SaveEnvironment(env); err != nil {

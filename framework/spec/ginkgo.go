@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	"github.com/onsi/ginkgo/v2/types"
@@ -85,6 +86,9 @@ func execute(ctx SpecContext, p Planned, env *Env) {
 		var err error
 		got, err = p.Def.Measure(ctx, r)
 		Expect(err).NotTo(HaveOccurred(), "%s [%s]: the measurement itself failed", p.Claim.ID, p.Mode)
+		// The plan printed before the run came from Def.Loads: a run that
+		// ran other loads than those would make the plan a second list.
+		Expect(CheckPlanned(p.Def, r)).To(Succeed(), "%s [%s]", p.Claim.ID, p.Mode)
 	}
 	v := verdict.Judge(p.Claim, p.Mode, got)
 	r.judged = &v
@@ -92,7 +96,7 @@ func execute(ctx SpecContext, p Planned, env *Env) {
 		// Recorded at the very end of the spec (after the failure-evidence
 		// hook), so the record lists the evidence too.
 		DeferCleanup(func() error {
-			return env.Results.Record(report.Record{Claim: p.Claim.ID, Mode: p.Mode, Measurement: got, Setup: r.Setup(), Raw: r.Raw(), Evidence: r.Evidence(), Waits: r.Waits(), Declared: p.Def.Declared, Where: r.Where()})
+			return env.Results.Record(report.Record{Claim: p.Claim.ID, Mode: p.Mode, Measurement: got, Setup: r.Setup(), Raw: r.Raw(), Evidence: r.Evidence(), Waits: r.Waits(), Declared: p.Def.Declared, Where: r.Where(), Loads: r.Loads(), Took: time.Since(r.start).Round(time.Millisecond)})
 		})
 	}
 	b, _ := json.Marshal(v)

@@ -14,6 +14,7 @@ import (
 	"github.com/meshclaims/meshclaims/framework/config"
 	"github.com/meshclaims/meshclaims/framework/converge"
 	"github.com/meshclaims/meshclaims/framework/kube"
+	"github.com/meshclaims/meshclaims/framework/loadplan"
 	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/report"
 	"github.com/meshclaims/meshclaims/framework/verdict"
@@ -78,6 +79,7 @@ type Run struct {
 	// comparison spec's other mode): evidence is collected from them too.
 	touched []string
 	names   map[string]int
+	loads   []loadplan.LoadRan
 	// onCleanup registers an undo; Ginkgo's DeferCleanup inside a spec, a
 	// list run by Close elsewhere (tests, tools).
 	onCleanup func(func(context.Context) error)
@@ -189,10 +191,15 @@ func (r *Run) Raw() []string      { return r.raw }
 func (r *Run) Setup() string      { return r.setup }
 func (r *Run) Evidence() []string { return r.evid }
 
-// Reuse lists raw results and the setup of a measurement another spec of the
-// run made and this one shares (GUIDE judged several claims on one load).
-func (r *Run) Reuse(raw []string, setup string) {
+// Reuse lists raw results, loads and the setup of a measurement another
+// spec of the run made and this one shares (GUIDE judged several claims on
+// one load); the loads are marked Shared.
+func (r *Run) Reuse(raw []string, loads []loadplan.LoadRan, setup string) {
 	r.raw = append(r.raw, raw...)
+	for _, l := range loads {
+		l.Shared = true
+		r.loads = append(r.loads, l)
+	}
 	if r.setup == "" {
 		r.setup = setup
 	}

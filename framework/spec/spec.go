@@ -19,6 +19,7 @@ import (
 	"sync"
 
 	"github.com/meshclaims/meshclaims/framework/claims"
+	"github.com/meshclaims/meshclaims/framework/loadplan"
 	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
@@ -57,6 +58,12 @@ type Def struct {
 	// Measure runs the scenario in r.Mode and returns what it observed. An
 	// error is a broken run (set-up failed), not a disproved claim.
 	Measure func(ctx context.Context, r *Run) (verdict.Measurement, error)
+	// Loads declares the loads Measure runs in r.Mode (nil: not declared),
+	// built with the same functions Measure builds them with: the plan
+	// (-plan, and every dry run) prints them with their durations before
+	// any cluster work, and a run whose loads differ from them fails
+	// (Drift). It reads only r.Claim, r.Mode and r.Env.Config.
+	Loads func(r *Run) ([]loadplan.Load, error)
 	// Slow marks specs that run for minutes (rollout loads).
 	Slow bool
 	// Declared is where the declaration is, "suites/authz/authz.go:27"

@@ -15,6 +15,8 @@ import (
 	"github.com/meshclaims/meshclaims/framework/converge"
 	"github.com/meshclaims/meshclaims/framework/envoylog"
 	"github.com/meshclaims/meshclaims/framework/load"
+	"github.com/meshclaims/meshclaims/framework/loadplan"
+	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/podtimeline"
 	"github.com/meshclaims/meshclaims/framework/spec"
 	"github.com/meshclaims/meshclaims/framework/verdict"
@@ -91,11 +93,10 @@ func RolloutAccessLog(ctx context.Context, r *spec.Run) (verdict.Measurement, er
 		return verdict.Measurement{}, err
 	}
 	m, ns := r.Mode, r.Namespace()
-	s, err := SetupLoad(r, EchoURLOf(m), RolloutFloor)
+	s, err := rolloutSpec(r, m)
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
-	s.AllowInitialErrors, s.LogErrors = true, true
 	tel := fixtures.ClientAccessLog(Target(r))
 	// Registered before Apply's own undo, so it runs after the delete: the
 	// next spec starts only once the client's sidecar has dropped the log
@@ -156,7 +157,7 @@ func RolloutAccessLog(ctx context.Context, r *spec.Run) (verdict.Measurement, er
 	}
 	r.SetSetup("%s, restart loop with %s limit; the client's sidecar logging its outbound requests (Telemetry %s, provider %s), echo's pods watched",
 		DescribeLoad(r, s), r.Env.Config.Timeouts.RolloutComplete, fixtures.ClientAccessLogName, fixtures.AccessLogProvider)
-	res, err := underLoad(ctx, r, c, "rollout-"+string(m)+"-accesslog", s, driver)
+	res, err := underLoad(ctx, r, c, accessLogName(m), s, driver)
 	tl, werr := rec.Stop()
 	if err != nil {
 		return verdict.Measurement{}, err
@@ -262,4 +263,18 @@ func flagsText(extra map[string]float64) string {
 		return "none"
 	}
 	return strings.Join(parts, ", ")
+}
+
+func accessLogName(m mode.Mode) string { return "rollout-" + string(m) + "-accesslog" }
+
+// AccessLogLoads declares RolloutAccessLog's T1 run: its own, since the
+// client's access log is on for it alone.
+func AccessLogLoads(r *spec.Run) ([]loadplan.Load, error) {
+	s, err := rolloutSpec(r, r.Mode)
+	if err != nil {
+		return nil, err
+	}
+	l := Declared(r.Mode, accessLogName(r.Mode), s)
+	l.Restarts = true
+	return []loadplan.Load{l}, nil
 }

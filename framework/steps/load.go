@@ -10,8 +10,10 @@ import (
 	"time"
 
 	"github.com/meshclaims/meshclaims/framework/claims"
+	"github.com/meshclaims/meshclaims/framework/loadplan"
 
 	"github.com/meshclaims/meshclaims/framework/load"
+	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/probe"
 	"github.com/meshclaims/meshclaims/framework/spec"
 	"github.com/meshclaims/meshclaims/framework/verdict"
@@ -21,11 +23,47 @@ import (
 // port-forward), keeps the raw JSON and options in the results directory and
 // returns the run with the causes of every -1 read from the client's log.
 func Load(ctx context.Context, r *spec.Run, c probe.Client, name string, s load.Spec) (*load.Run, error) {
+	run, err := runLoad(ctx, r, c, name, s, nil)
+	if err != nil {
+		return nil, err
+	}
+	r.Ran(loadplan.LoadRan{Load: Declared(modeOf(c), name, s), Took: run.Result.ActualDuration, Requests: run.Result.Requests(), Stopped: StoppedFull})
+	return run, nil
+}
+
+// StoppedFull is the stopping reason of a load that ran its whole duration.
+const StoppedFull = "full duration"
+
+// modeOf is the mode whose namespace client c runs in ("" when none).
+func modeOf(c probe.Client) mode.Mode {
+	for _, m := range mode.All() {
+		if m.Namespace() == c.Namespace {
+			return m
+		}
+	}
+	return ""
+}
+
+// runLoad is Load without recording it on the spec's loads: callers that
+// record more (restart cycles, the stopping rule) record it themselves.
+// Closing stop (when not nil) ends the load early with what ran so far.
+func runLoad(ctx context.Context, r *spec.Run, c probe.Client, name string, s load.Spec, stop <-chan struct{}) (*load.Run, error) {
 	eng, rawDir, done, err := clientEngine(ctx, r, c, "meshclaims-load-")
 	if err != nil {
 		return nil, err
 	}
 	defer done()
+	if stop != nil {
+		finished := make(chan struct{})
+		defer close(finished)
+		go func() {
+			select {
+			case <-stop:
+				eng.Stop()
+			case <-finished:
+			}
+		}()
+	}
 	r.Logf("load %s: %s, %g qps, %d connections, %s", name, s.URL, s.QPS, s.Connections, s.Duration)
 	run, err := eng.Run(ctx, name, s)
 	if err != nil {

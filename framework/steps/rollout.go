@@ -1,6 +1,7 @@
 package steps
 
 import (
+	"errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/meshclaims/meshclaims/fixtures/workload/collector"
 	"github.com/meshclaims/meshclaims/fixtures/workload/orderclient"
 	"github.com/meshclaims/meshclaims/framework/load"
+	"github.com/meshclaims/meshclaims/framework/loadplan"
 	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/probe"
 	"github.com/meshclaims/meshclaims/framework/report"
@@ -65,13 +67,10 @@ var rollouts sharedMeasurement[*RolloutResult]
 // that state the same load (rollout.baseline, rollout.l7-vs-sidecar, the
 // hardened runs' references).
 func RolloutLoad(ctx context.Context, r *spec.Run, m mode.Mode, h fixtures.Hardening) (*RolloutResult, error) {
-	s, err := SetupLoad(r, EchoURLOf(m), RolloutFloor)
+	s, err := rolloutSpec(r, m)
 	if err != nil {
 		return nil, err
 	}
-	s.AllowInitialErrors = true
-	// LogErrors: each 503 is logged with its time, for the report's timeline.
-	s.LogErrors = true
 	key := fmt.Sprintf("%s/%s/%+v/%g/%d/%s", r.Env.Config.RunID, m, h, s.QPS, s.Connections, s.Duration)
 	return rollouts.get(r, key, func() (*RolloutResult, error) {
 		mesh, err := ClusterOf(r)
@@ -94,12 +93,73 @@ func RolloutLoad(ctx context.Context, r *spec.Run, m mode.Mode, h fixtures.Harde
 		if err != nil {
 			return nil, err
 		}
-		res, err := underLoad(ctx, r, InMeshOf(r, m), fmt.Sprintf("rollout-%s-%s", m, hardeningName(h)), s, driver)
+		res, err := underLoad(ctx, r, InMeshOf(r, m), rolloutName(m, h), s, driver)
 		if err != nil {
 			return nil, err
 		}
 		return res, nil
 	})
+}
+
+// rolloutSpec is T1's load against mode m's echo as the claim's setup
+// states it, scaled: RolloutLoad runs it and RolloutLoads declares it.
+func rolloutSpec(r *spec.Run, m mode.Mode) (load.Spec, error) {
+	s, err := SetupLoad(r, EchoURLOf(m), RolloutFloor)
+	if err != nil {
+		return load.Spec{}, err
+	}
+	s.AllowInitialErrors = true
+	// LogErrors: each 503 is logged with its time, for the report's timeline.
+	s.LogErrors = true
+	return s, nil
+}
+
+func rolloutName(m mode.Mode, h fixtures.Hardening) string {
+	return fmt.Sprintf("rollout-%s-%s", m, hardeningName(h))
+}
+
+// RolloutDeclared is the T1 run RolloutLoad makes in mode m with hardening
+// h, as the plan lists it.
+func RolloutDeclared(r *spec.Run, m mode.Mode, h fixtures.Hardening) (loadplan.Load, error) {
+	s, err := rolloutSpec(r, m)
+	if err != nil {
+		return loadplan.Load{}, err
+	}
+	l := Declared(m, rolloutName(m, h), s)
+	l.Restarts = true
+	return l, nil
+}
+
+// RolloutLoads declares the T1 runs a spec makes: one per (mode, hardening)
+// pair, r.Mode for a zero Mode.
+func RolloutLoads(runs ...RolloutRun) func(r *spec.Run) ([]loadplan.Load, error) {
+	return func(r *spec.Run) ([]loadplan.Load, error) {
+		var out []loadplan.Load
+		for _, x := range runs {
+			m := x.Mode
+			if m == "" {
+				m = r.Mode
+			}
+			h := x.Hardening
+			if x.Harden != nil {
+				h = x.Harden(r.Mode)
+			}
+			l, err := RolloutDeclared(r, m, h)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, l)
+		}
+		return out, nil
+	}
+}
+
+// RolloutRun names one T1 run of a spec: its mode ("" = the spec's) and
+// hardening (Harden, when set, chooses it from the spec's mode).
+type RolloutRun struct {
+	Mode      mode.Mode
+	Hardening fixtures.Hardening
+	Harden    func(mode.Mode) fixtures.Hardening
 }
 
 // underLoad runs the load and, concurrently, the restart loop until the load
@@ -111,24 +171,57 @@ func underLoad(ctx context.Context, r *spec.Run, c probe.Client, name string, s 
 	}
 	done := make(chan loaded, 1)
 	start := time.Now()
+	stop := make(chan struct{})
 	go func() {
-		run, err := Load(ctx, r, c, name, s)
+		run, err := runLoad(ctx, r, c, name, s, stop)
 		done <- loaded{run, err}
 	}()
 	until := start.Add(s.Duration)
 	errorsSoFar := progressTally(ctx, r, c, start)
-	cycles, cerr := rollout.Run(ctx, d, until, r.Env.Config.Timeouts.RolloutComplete, func(cy rollout.Cycle) {
+	mon, why := newCycleMonitor(ctx, r, c, name, s, start)
+	stopped := StoppedFull
+	if mon == nil {
+		r.Logf("load %s runs its full %s: no sequential stop (%s)", name, s.Duration, why)
+		stopped = fmt.Sprintf("%s (no sequential stop: %s)", StoppedFull, why)
+	}
+	full := stopped
+	loopCtx, endLoop := context.WithCancel(ctx)
+	defer endLoop()
+	cycles, cerr := rollout.Run(loopCtx, d, until, r.Env.Config.Timeouts.RolloutComplete, func(cy rollout.Cycle) {
 		state := "complete"
 		if cy.Err != nil {
 			state = "NOT complete: " + cy.Error
 		}
 		r.Logf("rollout cycle %d %s in %s; %s elapsed, %s of load left; %s", cy.Index+1, state,
 			cy.Duration().Round(time.Second), time.Since(start).Round(time.Second), max(0, time.Until(until)).Round(time.Second), errorsSoFar())
+		if mon == nil || stopped != full {
+			return
+		}
+		ok, reason, err := mon.add(cy)
+		if err != nil {
+			// Monitoring is an economy, not the measurement: the load
+			// runs on to its full duration.
+			r.Logf("sequential stop off for %s: %v", name, err)
+			mon = nil
+			return
+		}
+		if ok {
+			stopped = reason
+			r.Logf("load %s stops: %s", name, reason)
+			close(stop)
+			endLoop()
+		}
 	})
+	if stopped != full && errors.Is(cerr, context.Canceled) && ctx.Err() == nil {
+		cerr = nil // the loop ended because the load stopped early
+	}
 	l := <-done
 	if l.err != nil {
 		return nil, l.err
 	}
+	ran := Declared(modeOf(c), name, s)
+	ran.Restarts = true
+	r.Ran(loadplan.LoadRan{Load: ran, Took: l.run.Result.ActualDuration, Requests: l.run.Result.Requests(), Cycles: len(cycles), Stopped: stopped})
 	if cerr != nil {
 		// A rollout that overran its limit is part of the measurement (GUIDE
 		// kept looping); it is reported, not fatal.
@@ -177,9 +270,9 @@ func harden(ctx context.Context, r *spec.Run, m mode.Mode, h fixtures.Hardening)
 // deployment/order restarts in a loop, then count sent, failed and
 // duplicate executions.
 func OrdersDuringRollout(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
-	documented, err := time.ParseDuration(r.Claim.Setup.Duration)
-	if err != nil || documented <= 0 {
-		return verdict.Measurement{}, fmt.Errorf("claim %s: its registry setup states no duration (%q), so T2 has no length", r.Claim.ID, r.Claim.Setup.Duration)
+	decl, err := ordersDeclared(r)
+	if err != nil {
+		return verdict.Measurement{}, err
 	}
 	mesh, err := ClusterOf(r)
 	if err != nil {
@@ -216,8 +309,8 @@ func OrdersDuringRollout(ctx context.Context, r *spec.Run) (verdict.Measurement,
 			return verdict.Measurement{}, err
 		}
 	}
-	dur := r.Env.Config.Scale(documented, 30*time.Second)
-	r.SetSetup("order-client 20 POST/s for %s while order restarts (documented: %s); collector reset first", dur, documented)
+	dur := decl.Duration
+	r.SetSetup("order-client %g POST/s for %s while order restarts (documented: %s); collector reset first", decl.QPS, dur, r.Claim.Setup.Duration)
 	driver, err := NewDeploymentDriver(mesh, ns, fixtures.OrderName)
 	if err != nil {
 		return verdict.Measurement{}, err
@@ -229,6 +322,7 @@ func OrdersDuringRollout(ctx context.Context, r *spec.Run) (verdict.Measurement,
 	if lerr != nil {
 		r.Logf("rollout loop: %v", lerr)
 	}
+	r.Ran(loadplan.LoadRan{Load: decl, Took: time.Since(start), Cycles: len(cycles), Stopped: StoppedFull})
 	time.Sleep(5 * time.Second) // let in-flight orders (3 s client timeout) finish
 	var after orderclient.Stats
 	if err := call(oc, http.MethodGet, "/stats", &after); err != nil {
@@ -259,6 +353,23 @@ func OrdersDuringRollout(ctx context.Context, r *spec.Run) (verdict.Measurement,
 	}
 	r.Logf("%s: %v retries on %s during the run (pods %v -> %v)", proxy.What, got.Extra["proxy_retries"], proxy.Cluster, retriesBefore, retriesAfter)
 	return got, nil
+}
+
+// ordersDeclared is T2's run in the spec's mode: order-client's POSTs for
+// the claim's setup duration (scaled, never under 30 s) while order
+// restarts in a loop.
+func ordersDeclared(r *spec.Run) (loadplan.Load, error) {
+	documented, err := time.ParseDuration(r.Claim.Setup.Duration)
+	if err != nil || documented <= 0 {
+		return loadplan.Load{}, fmt.Errorf("claim %s: its registry setup states no duration (%q), so T2 has no length", r.Claim.ID, r.Claim.Setup.Duration)
+	}
+	return loadplan.Load{Name: "orders-" + string(r.Mode), Mode: r.Mode, Duration: r.Env.Config.Scale(documented, 30*time.Second), QPS: orderclient.DefaultRate, Restarts: true}, nil
+}
+
+// T2Loads declares T2's run (shared by the claims that call T2).
+func T2Loads(r *spec.Run) ([]loadplan.Load, error) {
+	l, err := ordersDeclared(r)
+	return []loadplan.Load{l}, err
 }
 
 // orders runs T2 once per run and mode: GUIDE judged duplicates and

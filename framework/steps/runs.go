@@ -3,6 +3,7 @@ package steps
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/meshclaims/meshclaims/framework/converge"
 	"github.com/meshclaims/meshclaims/framework/fortioresult"
 	"github.com/meshclaims/meshclaims/framework/load"
+	"github.com/meshclaims/meshclaims/framework/loadplan"
 	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/probe"
 	"github.com/meshclaims/meshclaims/framework/spec"
@@ -43,8 +45,9 @@ type sharedMeasurement[T any] struct {
 type sharedMeasurementEntry[T any] struct {
 	v     T
 	err   error
-	raw   []string // raw results the first run saved
-	setup string   // and the setup it stated
+	raw   []string           // raw results the first run saved
+	loads []loadplan.LoadRan // the loads it ran
+	setup string             // and the setup it stated
 }
 
 // get runs f once per key. A later spec that reuses the result also lists
@@ -57,12 +60,13 @@ func (m *sharedMeasurement[T]) get(r *spec.Run, key string, f func() (T, error))
 		m.done = map[string]sharedMeasurementEntry[T]{}
 	}
 	if e, ok := m.done[key]; ok {
-		r.Reuse(e.raw, e.setup)
+		r.Reuse(e.raw, e.loads, e.setup)
 		return e.v, e.err
 	}
-	before := len(r.Raw())
+	before, loadsBefore := len(r.Raw()), len(r.Loads())
 	v, err := f()
-	m.done[key] = sharedMeasurementEntry[T]{v: v, err: err, raw: append([]string(nil), r.Raw()[before:]...), setup: r.Setup()}
+	m.done[key] = sharedMeasurementEntry[T]{v: v, err: err, raw: append([]string(nil), r.Raw()[before:]...),
+		loads: append([]loadplan.LoadRan(nil), r.Loads()[loadsBefore:]...), setup: r.Setup()}
 	return v, err
 }
 
@@ -81,14 +85,49 @@ func SteadyLoad(ctx context.Context, r *spec.Run, m mode.Mode) (*load.Run, error
 		if err := Quiesce(ctx, r, m); err != nil {
 			return nil, err
 		}
-		cal, err := CalibrateResolution(ctx, r, InMeshOf(r, m), "steady-"+string(m), s)
+		cal, err := CalibrateResolution(ctx, r, InMeshOf(r, m), steadyName(m), s)
 		if err != nil {
 			return nil, err
 		}
 		s.Resolution = cal.Resolution
 		r.SetSetup("%s; %s", DescribeLoad(r, s), cal)
-		return Load(ctx, r, InMeshOf(r, m), "steady-"+string(m), s)
+		return Load(ctx, r, InMeshOf(r, m), steadyName(m), s)
 	})
+}
+
+func steadyName(m mode.Mode) string { return "steady-" + string(m) }
+
+// SteadyLoads declares the steady loads (SteadyLoad) a spec runs: its
+// calibration and measured run in each of the modes, r.Mode where modes
+// returns nothing.
+func SteadyLoads(modes func(r *spec.Run) []mode.Mode) func(r *spec.Run) ([]loadplan.Load, error) {
+	return func(r *spec.Run) ([]loadplan.Load, error) {
+		var out []loadplan.Load
+		for _, m := range slices.Compact(modesOr(r, modes)) {
+			s, err := LatencyLoad(r, EchoURLOf(m), SteadyFloor)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, Declared(m, steadyName(m)+calibrationSuffix, calibrationSpec(s)), Declared(m, steadyName(m), s))
+		}
+		return out, nil
+	}
+}
+
+// modesOr is modes(r), or r.Mode alone when modes is nil or says none.
+func modesOr(r *spec.Run, modes func(r *spec.Run) []mode.Mode) []mode.Mode {
+	if modes != nil {
+		if ms := modes(r); len(ms) > 0 {
+			return ms
+		}
+	}
+	return []mode.Mode{r.Mode}
+}
+
+// Declared is load s named name in mode m as the plan lists it and as Load
+// records it.
+func Declared(m mode.Mode, name string, s load.Spec) loadplan.Load {
+	return loadplan.Load{Name: name, Mode: m, Duration: s.Duration, QPS: s.QPS, Connections: s.Connections}
 }
 
 // CalibrationShare is the part of a latency load's duration its
@@ -97,6 +136,19 @@ const (
 	CalibrationShare = 0.1
 	CalibrationFloor = 2 * time.Second
 )
+
+const calibrationSuffix = "-calibration"
+
+// calibrationSpec is the calibration run of load s: CalibrationShare of
+// its duration, never under CalibrationFloor.
+func calibrationSpec(s load.Spec) load.Spec {
+	cs := s
+	cs.Duration = time.Duration(float64(s.Duration) * CalibrationShare)
+	if cs.Duration < CalibrationFloor {
+		cs.Duration = CalibrationFloor
+	}
+	return cs
+}
 
 // Calibration is the histogram resolution a latency load runs at, and the
 // short run it was chosen from.
@@ -126,12 +178,7 @@ func (c Calibration) String() string {
 // measured run that follows is a separate run: the choice depends on the
 // calibration's magnitudes only, never on the measured run's values.
 func CalibrateResolution(ctx context.Context, r *spec.Run, c probe.Client, name string, s load.Spec) (Calibration, error) {
-	cs := s
-	cs.Duration = time.Duration(float64(s.Duration) * CalibrationShare)
-	if cs.Duration < CalibrationFloor {
-		cs.Duration = CalibrationFloor
-	}
-	run, err := Load(ctx, r, c, name+"-calibration", cs)
+	run, err := Load(ctx, r, c, name+calibrationSuffix, calibrationSpec(s))
 	if err != nil {
 		return Calibration{}, err
 	}

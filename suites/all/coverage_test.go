@@ -131,7 +131,7 @@ var built struct {
 }
 
 // e2eBinary builds the e2e test binary once per test process.
-func e2eBinary(t *testing.T) string {
+func e2eBinary(t testing.TB) string {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("builds the e2e binary")

@@ -88,11 +88,11 @@ func TestExistingProviderBadInputFailsBeforeAnyWrite(t *testing.T) {
 			}
 			for _, w := range c.want {
 				if !strings.Contains(out, w) {
-					t.Errorf("output does not say %q:\n%s", w, tail(out, 40))
+					t.Errorf("output does not say %q:\n%s", w, lastLinesOf(out, 40))
 				}
 			}
 			if strings.Contains(out, "image: building") {
-				t.Errorf("the run built the workload image before failing:\n%s", tail(out, 40))
+				t.Errorf("the run built the workload image before failing:\n%s", lastLinesOf(out, 40))
 			}
 			if strings.Contains(out, reg.Password) {
 				t.Errorf("output leaks the registry password")
@@ -124,12 +124,12 @@ func TestExistingProviderBadInputFailsBeforeAnyWrite(t *testing.T) {
 		e2e.WaitForOutput(t, "image: building", 2*time.Minute)
 		_ = e2e.Interrupt(t, 2*time.Minute)
 		if !strings.Contains(e2e.Output(), "accepts pushes with the configured credentials") {
-			t.Errorf("the registry check did not report success:\n%s", tail(e2e.Output(), 40))
+			t.Errorf("the registry check did not report success:\n%s", lastLinesOf(e2e.Output(), 40))
 		}
 	})
 }
 
-func tail(s string, n int) string {
+func lastLinesOf(s string, n int) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	if len(lines) > n {
 		lines = lines[len(lines)-n:]

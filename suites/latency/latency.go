@@ -24,6 +24,12 @@ var _ = spec.Declare(spec.Def{
 	Area:     "latency",
 	Scenario: "fortio 200 qps x 16 connections x 60 s -> echo:8080; P50..P99.9 over the same run's no-mesh P50..P99.9",
 	Slow:     true,
+	Loads: steps.SteadyLoads(func(r *spec.Run) []mode.Mode {
+		if b := r.Claim.Reference; b != nil && b.Compare == claims.Difference && b.Mode != r.Mode {
+			return []mode.Mode{b.Mode, r.Mode}
+		}
+		return nil
+	}),
 	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
 		var ref *verdict.Measurement
 		if b := r.Claim.Reference; b != nil && b.Compare == claims.Difference && b.Mode != r.Mode {
@@ -49,6 +55,7 @@ var _ = spec.Declare(spec.Def{
 	Area:     "latency",
 	Scenario: "the T5 load: share of answers that are not 200",
 	Slow:     true,
+	Loads:    steps.SteadyLoads(nil),
 	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
 		run, err := steps.SteadyLoad(ctx, r, r.Mode)
 		if err != nil {
@@ -65,6 +72,7 @@ var _ = spec.Declare(spec.Def{
 	Area:     "latency",
 	Scenario: "P50 of the T5 load minus the no-mesh P50 of the same run",
 	Slow:     true,
+	Loads:    steps.SteadyLoads(func(r *spec.Run) []mode.Mode { return []mode.Mode{mode.None, r.Mode} }),
 	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
 		base, err := steps.SteadyLoad(ctx, r, mode.None)
 		if err != nil {
@@ -98,6 +106,7 @@ var _ = spec.Declare(spec.Def{
 	Scenario: "P50 of the ambient-l7 T5 load minus the sidecar P50 of the same run",
 	Needs:    []spec.Need{steps.NeedModes(mode.Sidecar)},
 	Slow:     true,
+	Loads:    steps.SteadyLoads(func(r *spec.Run) []mode.Mode { return []mode.Mode{mode.Sidecar, r.Mode} }),
 	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
 		side, err := steps.SteadyLoad(ctx, r, mode.Sidecar)
 		if err != nil {

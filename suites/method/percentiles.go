@@ -16,5 +16,6 @@ var _ = spec.Declare(spec.Def{
 	Area:     "method",
 	Scenario: "the T5 load's histogram: each percentile's bucket width against its value",
 	Slow:     true,
+	Loads:    steps.SteadyLoads(nil),
 	Measure:  steps.SteadyPercentilesResolved,
 })

@@ -18,6 +18,7 @@ var _ = spec.Declare(spec.Def{
 	Area:     "retry",
 	Scenario: "the T2 run: order-client's failed orders, and the retrying proxy's upstream_rq_retry before and after",
 	Slow:     true,
+	Loads:    steps.T2Loads,
 	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
 		dup, err := steps.T2(ctx, r)
 		if err != nil {

@@ -20,6 +20,7 @@ var _ = spec.Declare(spec.Def{
 	Area:     "retry",
 	Scenario: "order-client 20 POST/s x 300 s with retry VirtualService while order is restarted",
 	Slow:     true,
+	Loads:    steps.T2Loads,
 	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
 		return steps.T2(ctx, r)
 	},

@@ -15,5 +15,6 @@ var _ = spec.Declare(spec.Def{
 	Area:     "rollout",
 	Scenario: "the T1 run with the client sidecar's access log on; each 503's flags and upstream host against echo's pod timeline",
 	Slow:     true,
+	Loads:    steps.AccessLogLoads,
 	Measure:  steps.RolloutAccessLog,
 })

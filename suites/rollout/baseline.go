@@ -21,6 +21,7 @@ var _ = spec.Declare(spec.Def{
 	Area:     "rollout",
 	Scenario: "100 qps x 16 keep-alive connections x 600 s while echo is restarted in a loop",
 	Slow:     true,
+	Loads:    steps.RolloutLoads(steps.RolloutRun{}),
 	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
 		res, err := steps.RolloutLoad(ctx, r, r.Mode, fixtures.Hardening{})
 		if err != nil {

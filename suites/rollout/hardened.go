@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/meshclaims/meshclaims/fixtures"
+	"github.com/meshclaims/meshclaims/framework/loadplan"
 	"github.com/meshclaims/meshclaims/framework/spec"
 	"github.com/meshclaims/meshclaims/framework/steps"
 	"github.com/meshclaims/meshclaims/framework/verdict"
@@ -21,6 +22,13 @@ var _ = spec.Declare(spec.Def{
 	Area:     "rollout",
 	Scenario: "the T1 run with echo hardened (preStop 10 s, grace 40 s, sidecar drain); for ambient-l7 also un-hardened, for the reduction",
 	Slow:     true,
+	Loads: func(r *spec.Run) ([]loadplan.Load, error) {
+		runs := []steps.RolloutRun{{Harden: fixtures.GUIDEHardening}}
+		if b := r.Claim.Reference; b != nil && b.AppliesTo(r.Mode) {
+			runs = append([]steps.RolloutRun{{}}, runs...)
+		}
+		return steps.RolloutLoads(runs...)(r)
+	},
 	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
 		var ref *verdict.Measurement
 		if b := r.Claim.Reference; b != nil && b.AppliesTo(r.Mode) {

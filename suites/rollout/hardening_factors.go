@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/meshclaims/meshclaims/fixtures"
+	"github.com/meshclaims/meshclaims/framework/loadplan"
 	"github.com/meshclaims/meshclaims/framework/spec"
 	"github.com/meshclaims/meshclaims/framework/steps"
 	"github.com/meshclaims/meshclaims/framework/verdict"
@@ -23,6 +24,13 @@ var _ = spec.Declare(spec.Def{
 	Area:     "rollout",
 	Scenario: "the T1 run once per hardening setting alone",
 	Slow:     true,
+	Loads: func(r *spec.Run) ([]loadplan.Load, error) {
+		var runs []steps.RolloutRun
+		for _, f := range fixtures.HardeningFactors(r.Mode) {
+			runs = append(runs, steps.RolloutRun{Hardening: f.Hardening})
+		}
+		return steps.RolloutLoads(runs...)(r)
+	},
 	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
 		factors := fixtures.HardeningFactors(r.Mode)
 		m := verdict.Measurement{Extra: map[string]float64{}}

@@ -21,6 +21,7 @@ var _ = spec.Declare(spec.Def{
 	Scenario: "ratio of the T1 503 rates, ambient-l7 over sidecar, same run",
 	Needs:    []spec.Need{steps.NeedModes(mode.Sidecar)},
 	Slow:     true,
+	Loads:    steps.RolloutLoads(steps.RolloutRun{Mode: mode.AmbientL7}, steps.RolloutRun{Mode: mode.Sidecar}),
 	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
 		l7, err := steps.RolloutLoad(ctx, r, mode.AmbientL7, fixtures.Hardening{})
 		if err != nil {

@@ -18,6 +18,7 @@ var _ = spec.Declare(spec.Def{
 	Area:     "rollout",
 	Scenario: "the T1 baseline run's -1s, each one's cause from the fortio client's log (reset, EOF, timeout, refused)",
 	Slow:     true,
+	Loads:    steps.RolloutLoads(steps.RolloutRun{}),
 	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
 		res, err := steps.RolloutLoad(ctx, r, r.Mode, fixtures.Hardening{})
 		if err != nil {

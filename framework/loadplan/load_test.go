@@ -1,0 +1,91 @@
+package loadplan_test
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/meshclaims/meshclaims/framework/loadplan"
+	"github.com/meshclaims/meshclaims/framework/mode"
+)
+
+var t1 = loadplan.Load{Name: "rollout-sidecar-baseline", Mode: mode.Sidecar, Duration: 30 * time.Second, QPS: 100, Connections: 16, Restarts: true}
+
+func ran(l loadplan.Load, shared bool) loadplan.LoadRan {
+	return loadplan.LoadRan{Load: l, Took: l.Duration, Requests: 3000, Shared: shared}
+}
+
+func TestDriftAgreesWhenTheDeclaredLoadsRan(t *testing.T) {
+	if err := loadplan.Drift([]loadplan.Load{t1}, []loadplan.LoadRan{ran(t1, false)}); err != nil {
+		t.Fatal(err)
+	}
+	// Shared from another spec counts as ran.
+	if err := loadplan.Drift([]loadplan.Load{t1}, []loadplan.LoadRan{ran(t1, true)}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Negative controls: each way the run can differ from its plan fires.
+func TestDriftFiresOnEveryDifference(t *testing.T) {
+	longer := t1
+	longer.Duration = time.Minute
+	other := t1
+	other.Name = "rollout-sidecar-drain"
+	noLoop := t1
+	noLoop.Restarts = false
+	for name, c := range map[string]struct {
+		declared []loadplan.Load
+		ran      []loadplan.LoadRan
+		want     string
+	}{
+		"undeclared load ran":   {[]loadplan.Load{t1}, []loadplan.LoadRan{ran(t1, false), ran(other, false)}, "does not declare"},
+		"declared load not run": {[]loadplan.Load{t1, other}, []loadplan.LoadRan{ran(t1, false)}, "did not run"},
+		"other duration":        {[]loadplan.Load{t1}, []loadplan.LoadRan{ran(longer, false)}, "declared as"},
+		"no restart loop":       {[]loadplan.Load{t1}, []loadplan.LoadRan{ran(noLoop, false)}, "declared as"},
+		"nothing declared":      {nil, []loadplan.LoadRan{ran(t1, false)}, "does not declare"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			err := loadplan.Drift(c.declared, c.ran)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("Drift = %v, want an error saying %q", err, c.want)
+			}
+		})
+	}
+}
+
+func TestWriteCountsSharedLoadsOnceAndStatesUnknownCosts(t *testing.T) {
+	cal := loadplan.Load{Name: "steady-none-calibration", Mode: mode.None, Duration: 6 * time.Second, QPS: 200, Connections: 16}
+	steady := loadplan.Load{Name: "steady-none", Mode: mode.None, Duration: time.Minute, QPS: 200, Connections: 16}
+	specs := []loadplan.Spec{
+		{Claim: "latency.all-ok", Mode: mode.None, Loads: []loadplan.Load{cal, steady}},
+		{Claim: "latency.percentiles", Mode: mode.None, Loads: []loadplan.Load{cal, steady}},
+		{Claim: "rollout.baseline", Mode: mode.Sidecar, Loads: []loadplan.Load{t1}},
+		{Claim: "rollout.no-response-cause", Mode: mode.Sidecar, Loads: []loadplan.Load{t1}},
+		{Claim: "mtls.plaintext-blocked", Mode: mode.Sidecar, Undeclared: true},
+	}
+	var b bytes.Buffer
+	e := loadplan.Write(&b, []mode.Mode{mode.None, mode.Sidecar}, 0.05, specs, nil)
+	out := b.String()
+	if want := 6*time.Second + time.Minute + 30*time.Second; e.Loads != want || e.Shared != 3 {
+		t.Fatalf("loads %s (want %s), shared %d (want 3)\n%s", e.Loads, want, e.Shared, out)
+	}
+	for _, s := range []string{"suite set-up and per-spec costs beyond loads: unknown", "loads not declared", "shared with latency.all-ok [none]", "estimated total: 1m36s"} {
+		if !strings.Contains(out, s) {
+			t.Errorf("plan lacks %q:\n%s", s, out)
+		}
+	}
+	// With an earlier run's costs: known ones are added, missing ones named.
+	b.Reset()
+	costs := &loadplan.Costs{Run: "r1", Scale: 0.05, SetUp: 5 * time.Minute, Beyond: map[string]time.Duration{
+		loadplan.Key("rollout.baseline", mode.Sidecar):       20 * time.Second,
+		loadplan.Key("mtls.plaintext-blocked", mode.Sidecar): 40 * time.Second,
+	}}
+	e = loadplan.Write(&b, []mode.Mode{mode.None, mode.Sidecar}, 0.05, specs, costs)
+	if want := 5*time.Minute + time.Minute; e.Known != want || e.Unknown != 3 {
+		t.Fatalf("known %s (want %s), unknown %d (want 3)\n%s", e.Known, want, e.Unknown, b.String())
+	}
+	if !strings.Contains(b.String(), "suite set-up: 5m0s (measured)") || !strings.Contains(b.String(), "beyond loads unknown") {
+		t.Errorf("plan with costs:\n%s", b.String())
+	}
+}

@@ -1,0 +1,126 @@
+package loadplan
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/meshclaims/meshclaims/framework/mode"
+)
+
+// Spec is one planned (claim, mode) spec and the loads it declares.
+type Spec struct {
+	Claim    string
+	Mode     mode.Mode
+	Declared string // suite file:line
+	Loads    []Load
+	// Undeclared: the spec declares no loads (spec.Def.Loads nil), so the
+	// plan knows its duration only from an earlier run's record.
+	Undeclared bool
+	// Unmet is a -mode selection need the spec will find unmet: it runs no
+	// load.
+	Unmet string
+}
+
+// Costs are what an earlier run measured besides its loads: the suite's
+// set-up and each spec's wall time beyond the loads it ran itself.
+type Costs struct {
+	Run   string  // its run id and results directory
+	Scale float64 // its -duration-scale
+	SetUp time.Duration
+	// Beyond is each "claim [mode]" spec's wall time minus the loads it
+	// ran (waits, deployments, probes); for a spec without declared loads,
+	// its whole wall time.
+	Beyond map[string]time.Duration
+}
+
+// Key is a spec's key in Costs.Beyond.
+func Key(claim string, m mode.Mode) string { return fmt.Sprintf("%s [%s]", claim, m) }
+
+// Estimate is the plan's sum.
+type Estimate struct {
+	Loads time.Duration // every distinct load once, at full duration
+	// Known are the set-up and per-spec costs an earlier run measured.
+	Known time.Duration
+	// Unknown counts specs (and the suite set-up) with no measured cost.
+	Unknown int
+	// Shared counts load uses served by a load another spec runs.
+	Shared int
+}
+
+// Total is the estimated wall time: loads plus the known costs.
+func (e Estimate) Total() time.Duration { return e.Loads + e.Known }
+
+// Write prints the plan: per mode and spec its loads with their durations,
+// shared loads once, the costs measured in an earlier run where known and
+// the estimated total, and returns the estimate.
+func Write(w io.Writer, modes []mode.Mode, scale float64, specs []Spec, costs *Costs) Estimate {
+	var e Estimate
+	names := make([]string, len(modes))
+	for i, m := range modes {
+		names[i] = string(m)
+	}
+	fmt.Fprintf(w, "plan: -mode=%s -duration-scale=%g, %d specs\n", strings.Join(names, ","), scale, len(specs))
+	if costs != nil {
+		fmt.Fprintf(w, "  costs beyond loads from run %s (-duration-scale=%g)\n", costs.Run, costs.Scale)
+		if costs.SetUp > 0 {
+			fmt.Fprintf(w, "  suite set-up: %s (measured)\n", costs.SetUp.Round(time.Second))
+			e.Known += costs.SetUp
+		} else {
+			fmt.Fprintf(w, "  suite set-up: unknown (that run did not record it)\n")
+			e.Unknown++
+		}
+	} else {
+		fmt.Fprintf(w, "  suite set-up and per-spec costs beyond loads: unknown (no earlier run's results to read them from)\n")
+		e.Unknown++
+	}
+	seen := map[Load]string{}
+	for _, m := range modes {
+		fmt.Fprintf(w, "mode %s\n", m)
+		for _, s := range specs {
+			if s.Mode != m {
+				continue
+			}
+			var cost string
+			if costs != nil {
+				if b, ok := costs.Beyond[Key(s.Claim, s.Mode)]; ok {
+					cost = fmt.Sprintf("; beyond loads %s (measured)", b.Round(time.Second))
+					e.Known += b
+				} else {
+					cost = "; beyond loads unknown"
+					e.Unknown++
+				}
+			} else {
+				e.Unknown++
+			}
+			switch {
+			case s.Unmet != "":
+				fmt.Fprintf(w, "  %s: no load (%s)%s\n", s.Claim, s.Unmet, cost)
+			case s.Undeclared:
+				fmt.Fprintf(w, "  %s: loads not declared (spec.Def.Loads)%s\n", s.Claim, cost)
+			case len(s.Loads) == 0:
+				fmt.Fprintf(w, "  %s: no load%s\n", s.Claim, cost)
+			default:
+				fmt.Fprintf(w, "  %s%s\n", s.Claim, cost)
+				for _, l := range s.Loads {
+					if by, ok := seen[l]; ok {
+						fmt.Fprintf(w, "    %s (shared with %s)\n", l.Name, by)
+						e.Shared++
+						continue
+					}
+					seen[l] = Key(s.Claim, s.Mode)
+					e.Loads += l.Duration
+					fmt.Fprintf(w, "    %s\n", l)
+				}
+			}
+		}
+	}
+	fmt.Fprintf(w, "estimated total: %s = loads %s at full duration (%d distinct, %d uses shared) + measured costs %s",
+		e.Total().Round(time.Second), e.Loads, len(seen), e.Shared, e.Known.Round(time.Second))
+	if e.Unknown > 0 {
+		fmt.Fprintf(w, "; %d costs unknown, not included", e.Unknown)
+	}
+	fmt.Fprintln(w)
+	return e
+}

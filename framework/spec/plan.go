@@ -1,0 +1,79 @@
+package spec
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/meshclaims/meshclaims/framework/loadplan"
+	"github.com/meshclaims/meshclaims/framework/report"
+)
+
+// CheckPlanned compares the loads a spec ran (or shared) with those its
+// Def.Loads declares for the same Run (loadplan.Drift); a spec without
+// declared loads passes (the plan lists it as undeclared).
+func CheckPlanned(d Def, r *Run) error {
+	if d.Loads == nil {
+		return nil
+	}
+	declared, err := d.Loads(r)
+	if err != nil {
+		return fmt.Errorf("declared loads: %w", err)
+	}
+	return loadplan.Drift(declared, r.Loads())
+}
+
+// PlanLoads lists each planned spec's loads as its Def.Loads declares them
+// for env's configuration, before any cluster work. Needs that only the
+// -mode selection decides (Need.Selection) are checked, as the run checks
+// them first: a spec whose selection need is unmet runs no load.
+func PlanLoads(ctx context.Context, planned []Planned, env *Env) ([]loadplan.Spec, error) {
+	var out []loadplan.Spec
+	for _, p := range planned {
+		r := NewRun(p.Claim, p.Mode, env, nil)
+		s := loadplan.Spec{Claim: p.Claim.ID, Mode: p.Mode, Declared: p.Def.Declared, Undeclared: p.Def.Loads == nil}
+		for _, n := range p.Def.Needs {
+			if !n.Selection {
+				continue
+			}
+			if err := n.Check(ctx, r); err != nil {
+				s.Unmet = fmt.Sprintf("%s: %v", n.Name, err)
+				break
+			}
+		}
+		if s.Unmet == "" && p.Def.Loads != nil {
+			ls, err := p.Def.Loads(r)
+			if err != nil {
+				return nil, fmt.Errorf("%s [%s]: declared loads: %w", p.Claim.ID, p.Mode, err)
+			}
+			s.Loads = ls
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// WritePlan prints the plan of a run with env's configuration
+// (loadplan.Write): the planned specs' declared loads, the costs measured
+// by the run in Config.PlanCosts or else the newest earlier run of the same
+// provider, and the estimated total.
+func WritePlan(ctx context.Context, w io.Writer, planned []Planned, env *Env) (loadplan.Estimate, error) {
+	specs, err := PlanLoads(ctx, planned, env)
+	if err != nil {
+		return loadplan.Estimate{}, err
+	}
+	cfg := env.Config
+	var costs *loadplan.Costs
+	if cfg.PlanCosts != "" {
+		d, err := report.Open(cfg.PlanCosts)
+		if err != nil {
+			return loadplan.Estimate{}, fmt.Errorf("-plan-costs: %w", err)
+		}
+		if costs, err = d.Costs(); err != nil {
+			return loadplan.Estimate{}, fmt.Errorf("-plan-costs: %w", err)
+		}
+	} else {
+		costs = report.LatestCosts(cfg.ResultsRoot, cfg.Provider, cfg.ResultsDir)
+	}
+	return loadplan.Write(w, cfg.Modes, cfg.DurationScale, specs, costs), nil
+}
