@@ -50,8 +50,12 @@ func TestLiveReadsTheClientLogs503s(t *testing.T) {
 		t.Fatal(err)
 	}
 	noResp, unavailable := load.Live(text, start)
-	if n := run.Result.RetCodes[503]; n == 0 || int64(len(unavailable)) != n || len(noResp) != 0 {
-		t.Fatalf("result: %d 503s; log read live: %d 503s, %d -1s", n, len(unavailable), len(noResp))
+	// fortio's warm-up makes one request per connection before the run
+	// (fhttp/httprunner.go): logged like any other, never in RetCodes. So
+	// the log holds the result's 503s plus at most one per connection.
+	n, live := run.Result.RetCodes[503], int64(len(unavailable))
+	if n == 0 || live < n || live > n+int64(spec.Connections) || len(noResp) != 0 {
+		t.Fatalf("result: %d 503s; log read live: %d 503s (at most %d warm-up ones more allowed), %d -1s", n, live, spec.Connections, len(noResp))
 	}
 	if _, later := load.Live(text, time.Now().Add(time.Hour)); len(later) != 0 {
 		t.Fatal("lines before since were counted")
