@@ -34,6 +34,8 @@ import (
 // resourceVersion) and nothing of the run's left. The detector's negative
 // control: an object carrying the run's label, left on purpose, is found.
 //
+// make e2e-local runs it as CI's none-mode run (MESHCLAIMS_EXISTING_RESULTS
+// and _RUN_ID name the results, _SCALE the duration scale, default 0.05).
 // MESHCLAIMS_EXISTING_MODES chooses the modes (default none); a meshed mode
 // also needs make istio-images (MESHCLAIMS_ISTIO_IMAGES, MESHCLAIMS_ISTIO_CHARTS),
 // whose archives are pushed to the registry.
@@ -70,7 +72,8 @@ func TestExistingProviderOnLocalCluster(t *testing.T) {
 	if modes == "" {
 		modes = "none"
 	}
-	const run = "existing-qual"
+	run := envOr("MESHCLAIMS_EXISTING_RUN_ID", "existing-qual")
+	scale := envOr("MESHCLAIMS_EXISTING_SCALE", "0.05")
 	results := os.Getenv("MESHCLAIMS_EXISTING_RESULTS")
 	if results == "" {
 		results = filepath.Join(t.TempDir(), "results")
@@ -85,7 +88,7 @@ func TestExistingProviderOnLocalCluster(t *testing.T) {
 	}
 	args := []string{"-mode=" + modes, "-provider=existing", "-kubeconfig=" + k.KubeconfigPath(), "-context=" + kc.CurrentContext,
 		"-image-registry=" + reg.Host, "-image-registry-ca=" + reg.CAFile,
-		"-duration-scale=0.05", "-fail-on=error", "-results=" + results, "-run-id=" + run, "-ginkgo.v"}
+		"-duration-scale=" + scale, "-fail-on=error", "-results=" + results, "-run-id=" + run, "-ginkgo.v"}
 	if modes != "none" {
 		args = append(args, istioArchiveFlags(t)...)
 	}
