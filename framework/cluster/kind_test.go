@@ -192,13 +192,23 @@ func TestKindsOwnLoaderAcceptsShippedConfig(t *testing.T) {
 		if err == nil {
 			t.Fatal("Start accepted a config without a control-plane node")
 		}
-		if strings.Contains(calls(t, log), "network") {
+		if strings.Contains(kindsOwnCalls(calls(t, log)), "network") {
 			t.Fatalf("kind provisioned with a config it should reject; calls:\n%s", calls(t, log))
 		}
 		if !strings.Contains(err.Error(), "control-plane") {
 			t.Errorf("error does not come from kind's validation: %v", err)
 		}
 	})
+}
+
+// kindsOwnCalls is the part of an engine call log from kind's Create on
+// (its provider info call): before it, the provider itself asks whether
+// kind's network exists (to remove it on Delete if the run creates it).
+func kindsOwnCalls(log string) string {
+	if i := strings.Index(log, "info --format"); i >= 0 {
+		return log[i:]
+	}
+	return log
 }
 
 // The shipped config and the provider pin the same Kubernetes 1.36 image,
