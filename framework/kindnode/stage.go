@@ -48,7 +48,7 @@ Before=kubelet.service
 [Service]
 Type=oneshot
 RemainAfterExit=yes
-ExecStart=/bin/sh -c 'for t in /kind/images/*.tar; do ctr --namespace k8s.io images import --all-platforms --digests "$t" || exit 1; done'
+ExecStart=/bin/sh -c 'for t in /kind/images/*.tar; do [ -e "$t" ] || continue; ctr --namespace k8s.io images import --all-platforms --digests "$t" || exit 1; done'
 
 [Install]
 WantedBy=multi-user.target
