@@ -64,12 +64,23 @@ func TestKindOnPodman(t *testing.T) {
 	}
 	k := NewKind(Options{ClusterName: "meshclaims-kindtest", KindConfig: cfgPath, NodeImage: nodeImage,
 		KubeconfigOut: filepath.Join(t.TempDir(), "kubeconfig")})
+	// Delete and the leftovers check run however the test ends, so a
+	// failed creation is checked for leftovers too.
 	deleted := false
 	t.Cleanup(func() {
 		if !deleted {
 			if err := k.Delete(context.Background()); err != nil {
 				t.Errorf("delete: %v", err)
 			}
+		}
+		after, err := SnapshotHost(context.Background(), "podman")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if left := after.Since(before); len(left) > 0 {
+			t.Errorf("after Delete the cluster left on the host:\n%s", FormatLeftovers(left))
+		} else {
+			t.Log("after Delete: no container, network, volume, image, iptables rule, mount or cgroup of the cluster is left")
 		}
 	})
 	start := time.Now()
@@ -98,17 +109,12 @@ func TestKindOnPodman(t *testing.T) {
 	checkPodNetworkAndPolicy(ctx, t, cs, workers)
 	checkLoadImage(ctx, t, k)
 
+	start = time.Now()
 	if err := k.Delete(ctx); err != nil {
 		t.Fatalf("delete: %v", err)
 	}
 	deleted = true
-	after, err := SnapshotHost(ctx, "podman")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if left := after.Since(before); len(left) > 0 {
-		t.Errorf("after Delete the cluster left on the host:\n%s", FormatLeftovers(left))
-	}
+	t.Logf("cluster deleted in %.0f s", time.Since(start).Seconds())
 }
 
 // readyNodes waits for the three nodes to be Ready and returns the workers.
