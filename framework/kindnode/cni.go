@@ -69,6 +69,27 @@ metadata:
   name: kube-router-cfg
   namespace: kube-system
 data:
+  # The service account's CA and token, for the API server kind names in
+  # CONTROL_PLANE_ENDPOINT (--master replaces this server): with --master
+  # alone kube-router builds a client without the in-cluster CA.
+  kubeconfig: |
+    apiVersion: v1
+    kind: Config
+    clusters:
+    - name: kind
+      cluster:
+        certificate-authority: /var/run/secrets/kubernetes.io/serviceaccount/ca.crt
+        server: https://kubernetes.default.svc:443
+    users:
+    - name: kube-router
+      user:
+        tokenFile: /var/run/secrets/kubernetes.io/serviceaccount/token
+    contexts:
+    - name: kind
+      context:
+        cluster: kind
+        user: kube-router
+    current-context: kind
   cni-conf.json: |
     {
       "cniVersion": "0.3.0",
@@ -107,6 +128,7 @@ spec:
         imagePullPolicy: Never
         args:
         - --master=https://$(CONTROL_PLANE_ENDPOINT)
+        - --kubeconfig=/etc/kube-router/kubeconfig
         - --run-router=true
         - --run-firewall=true
         - --run-service-proxy=false
@@ -144,6 +166,9 @@ spec:
           mountPath: /etc/cni/net.d
         - name: xtables-lock
           mountPath: /run/xtables.lock
+        - name: kube-router-cfg
+          mountPath: /etc/kube-router
+          readOnly: true
       initContainers:
       - name: install-cni
         image: KUBE_ROUTER_IMAGE
