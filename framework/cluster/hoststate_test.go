@@ -55,3 +55,14 @@ func TestTopCgroups(t *testing.T) {
 		t.Errorf("v2: %v, %v", got, err)
 	}
 }
+
+func TestSplitRule(t *testing.T) {
+	got, err := splitRule(`-A NETAVARK-HOSTPORT-MASQ -m comment --comment "netavark portfw masq mark" -m mark --mark 0x2000/0x2000 -j MASQUERADE`)
+	want := []string{"-A", "NETAVARK-HOSTPORT-MASQ", "-m", "comment", "--comment", "netavark portfw masq mark", "-m", "mark", "--mark", "0x2000/0x2000", "-j", "MASQUERADE"}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("splitRule = %q, %v; want %q", got, err, want)
+	}
+	if _, err := splitRule(`-A X -m comment --comment "open`); err == nil {
+		t.Error("an unclosed quote was accepted")
+	}
+}
