@@ -106,6 +106,7 @@ func TestKindOnPodman(t *testing.T) {
 		t.Fatal(err)
 	}
 	workers := readyNodes(ctx, t, cs)
+	waitForPodRoutes(ctx, t, cs)
 	checkPodNetworkAndPolicy(ctx, t, cs, workers)
 	checkLoadImage(ctx, t, k)
 
@@ -144,6 +145,38 @@ func readyNodes(ctx context.Context, t *testing.T, cs kubernetes.Interface) []st
 		t.Fatalf("want 3 Ready nodes (1 control plane, 2 workers): %v (workers %v)", err, workers)
 	}
 	return workers
+}
+
+// waitForPodRoutes waits until each node has a route to every other
+// node's pod CIDR (kube-router learns them over BGP a few seconds after
+// it starts): the precondition of the cross-node probes, read from the
+// nodes' routing tables, not from the traffic the probes then measure.
+func waitForPodRoutes(ctx context.Context, t *testing.T, cs kubernetes.Interface) {
+	t.Helper()
+	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	for _, n := range nodes.Items {
+		for _, o := range nodes.Items {
+			if o.Name == n.Name {
+				continue
+			}
+			if o.Spec.PodCIDR == "" {
+				t.Fatalf("node %s has no pod CIDR", o.Name)
+			}
+			var out []byte
+			err := wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+				out, err = exec.CommandContext(ctx, "podman", "exec", n.Name, "ip", "route", "show", o.Spec.PodCIDR).CombinedOutput()
+				return err == nil && strings.Contains(string(out), "via"), nil
+			})
+			if err != nil {
+				t.Fatalf("node %s has no route to %s's pod CIDR %s: %v (%s)", n.Name, o.Name, o.Spec.PodCIDR, err, out)
+			}
+		}
+	}
+	t.Logf("every node routes to every other node's pod CIDR (%.0f s after the nodes were Ready)", time.Since(start).Seconds())
 }
 
 // checkPodNetworkAndPolicy runs busybox's httpd (from the kube-router
