@@ -212,7 +212,7 @@ func checkPodNetworkAndPolicy(ctx context.Context, t *testing.T, cs kubernetes.I
 	}
 	probe := func(name string) corev1.PodPhase {
 		t.Helper()
-		p := busybox(name, workers[1], map[string]string{"app": "client"}, "wget", "-q", "-O", "/dev/null", "-T", "5", fmt.Sprintf("http://%s:8080/os-release", server.Status.PodIP))
+		p := busybox(name, workers[1], map[string]string{"app": "client"}, "wget", "-q", "-O", "/dev/null", "-T", "5", fmt.Sprintf("http://%s:8080/passwd", server.Status.PodIP))
 		if _, err := cs.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -225,7 +225,10 @@ func checkPodNetworkAndPolicy(ctx context.Context, t *testing.T, cs kubernetes.I
 			phase = got.Status.Phase
 			return phase == corev1.PodSucceeded || phase == corev1.PodFailed, nil
 		})
-		t.Logf("probe %s from %s to %s (%s): %s", name, workers[1], server.Status.PodIP, workers[0], phase)
+		// The server serves /etc, where the image has passwd (images.Pack
+		// writes it); wget's own message says why a probe failed.
+		logs, _ := cs.CoreV1().Pods(ns).GetLogs(name, &corev1.PodLogOptions{}).DoRaw(ctx)
+		t.Logf("probe %s from %s to %s (%s): %s %s", name, workers[1], server.Status.PodIP, workers[0], phase, strings.TrimSpace(string(logs)))
 		return phase
 	}
 	if got := probe("open"); got != corev1.PodSucceeded {
