@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 	kindexec "sigs.k8s.io/kind/pkg/exec"
@@ -85,10 +86,21 @@ func removeEngineLeftovers(ctx context.Context, cli string, before engineLeftove
 			errs = append(errs, removeNetavarkRules(ctx)...)
 		}
 		if !before.netnsMount && isMountPoint(netnsDir) {
-			if ents, err := os.ReadDir(netnsDir); err == nil && len(ents) == 0 {
+			// Podman removes the nodes' namespace files just after the
+			// containers: give it a few seconds to empty the directory.
+			var ents []os.DirEntry
+			for i := 0; i < 20; i++ {
+				if ents, _ = os.ReadDir(netnsDir); len(ents) == 0 {
+					break
+				}
+				time.Sleep(500 * time.Millisecond)
+			}
+			if len(ents) == 0 {
 				if err := unix.Unmount(netnsDir, 0); err != nil {
 					errs = append(errs, fmt.Errorf("unmounting %s (Podman's, left after the nodes were deleted): %w", netnsDir, err))
 				}
+			} else {
+				errs = append(errs, fmt.Errorf("%s (Podman's mount) still holds %d namespaces after the nodes were deleted; left mounted", netnsDir, len(ents)))
 			}
 		}
 		for _, p := range libpodParents() {
