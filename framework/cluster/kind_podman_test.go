@@ -212,7 +212,7 @@ func checkPodNetworkAndPolicy(ctx context.Context, t *testing.T, cs kubernetes.I
 	}
 	probe := func(name string) corev1.PodPhase {
 		t.Helper()
-		p := busybox(name, workers[1], map[string]string{"app": "client"}, "wget", "-q", "-O", "/dev/null", "-T", "5", fmt.Sprintf("http://%s:8080/passwd", server.Status.PodIP))
+		p := busybox(name, workers[1], map[string]string{"app": "client"}, "wget", "-S", "-O", "/dev/null", "-T", "5", fmt.Sprintf("http://%s:8080/passwd", server.Status.PodIP))
 		if _, err := cs.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
