@@ -217,18 +217,24 @@ func checkPodNetworkAndPolicy(ctx context.Context, t *testing.T, cs kubernetes.I
 			t.Fatal(err)
 		}
 		var phase corev1.PodPhase
+		var state string
 		_ = wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 			got, err := cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
 				return false, nil
 			}
 			phase = got.Status.Phase
+			for _, c := range got.Status.ContainerStatuses {
+				if tr := c.State.Terminated; tr != nil {
+					state = fmt.Sprintf("exit %d %s %s", tr.ExitCode, tr.Reason, tr.Message)
+				}
+			}
 			return phase == corev1.PodSucceeded || phase == corev1.PodFailed, nil
 		})
 		// The server serves /etc, where the image has passwd (images.Pack
 		// writes it); wget's own message says why a probe failed.
-		logs, _ := cs.CoreV1().Pods(ns).GetLogs(name, &corev1.PodLogOptions{}).DoRaw(ctx)
-		t.Logf("probe %s from %s to %s (%s): %s %s", name, workers[1], server.Status.PodIP, workers[0], phase, strings.TrimSpace(string(logs)))
+		logs, err := cs.CoreV1().Pods(ns).GetLogs(name, &corev1.PodLogOptions{}).DoRaw(ctx)
+		t.Logf("probe %s from %s to %s (%s): %s (%s) logs %q (err %v)", name, workers[1], server.Status.PodIP, workers[0], phase, state, strings.TrimSpace(string(logs)), err)
 		return phase
 	}
 	if got := probe("open"); got != corev1.PodSucceeded {
