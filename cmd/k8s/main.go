@@ -1,6 +1,7 @@
 // Command k8s is one multi-call binary holding the Kubernetes components the
 // suite runs as host processes: etcd (embedded), kube-apiserver,
-// kube-controller-manager, kube-scheduler, kubelet, kube-proxy and kubectl.
+// kube-controller-manager, kube-scheduler, kubelet, kube-proxy, kubectl and
+// kubeadm (which the kind node image runs to set up each node).
 //
 // It is its own module because k8s.io/kubernetes cannot be required directly:
 // its staging modules (k8s.io/api, k8s.io/apiserver, ...) must be mapped to
@@ -28,6 +29,7 @@ import (
 	controllermanager "k8s.io/kubernetes/cmd/kube-controller-manager/app"
 	proxy "k8s.io/kubernetes/cmd/kube-proxy/app"
 	scheduler "k8s.io/kubernetes/cmd/kube-scheduler/app"
+	kubeadm "k8s.io/kubernetes/cmd/kubeadm/app/cmd"
 	kubelet "k8s.io/kubernetes/cmd/kubelet/app"
 )
 
@@ -38,6 +40,7 @@ var components = map[string]func() *cobra.Command{
 	"kubelet":                 func() *cobra.Command { return kubelet.NewKubeletCommand(context.Background()) },
 	"kube-proxy":              proxy.NewProxyCommand,
 	"kubectl":                 func() *cobra.Command { return kubectlcmd.NewDefaultKubectlCommand() },
+	"kubeadm":                 func() *cobra.Command { return kubeadm.NewKubeadmCommand(os.Stdin, os.Stdout, os.Stderr) },
 }
 
 func names() string {

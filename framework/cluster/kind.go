@@ -45,6 +45,9 @@ type Kind struct {
 	images  string // the nodes' image(s), read back from the engine after Start
 	sel     KubeconfigSelector
 	pinned  *rest.Config
+	// hostBefore is what the engine's network and Podman's cgroups were
+	// before Create, so Delete removes only what the creation added.
+	hostBefore engineLeftovers
 }
 
 // NewKind returns the kind provider; Start does the work.
@@ -108,10 +111,13 @@ func (k *Kind) Start(ctx context.Context) error {
 			kindcluster.CreateWithDisplayUsage(false),
 			kindcluster.CreateWithDisplaySalutation(false),
 		}
+		k.hostBefore = readEngineLeftovers(ctx, k.engine.CLI)
+		// created before Create returns: a creation that fails half-way
+		// (or is interrupted) leaves containers that Delete must remove.
+		k.created = true
 		if err := k.kind.Create(name, opts...); err != nil {
 			return fmt.Errorf("-provider=kind: creating cluster %q from %s: %w", name, cfgPath, err)
 		}
-		k.created = true
 	}
 	// Write a kubeconfig holding only this cluster to our own file: the
 	// user's ~/.kube/config (and its current context) stays untouched.
@@ -240,5 +246,11 @@ func (k *Kind) Delete(ctx context.Context) error {
 		return fmt.Errorf("kind: deleting cluster %q: %w", k.opts.ClusterName, err)
 	}
 	k.created = false
+	// kind deletes the nodes and their volumes but keeps its network, and
+	// Podman (cgroupfs manager) keeps the empty libpod_parent cgroups:
+	// remove what this run's creation added.
+	if err := removeEngineLeftovers(ctx, k.engine.CLI, k.hostBefore); err != nil {
+		return fmt.Errorf("kind: after deleting cluster %q: %w", k.opts.ClusterName, err)
+	}
 	return nil
 }

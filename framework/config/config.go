@@ -66,6 +66,7 @@ type Config struct {
 	Context       string
 	ClusterName   string
 	KindNodeImage string // "" = framework/cluster.DefaultNodeImage (Kubernetes 1.36)
+	KindConfig    string // "" = testdata/kind/cluster.yaml
 	// KindKubeProxyMode is the kube-proxy mode of a kind cluster the run
 	// creates ("" = the shipped config's iptables).
 	KindKubeProxyMode string
@@ -139,6 +140,7 @@ func Register(fs *flag.FlagSet) *Config {
 	fs.StringVar(&c.Context, "context", "", "kubeconfig context for -provider=existing (default: its current context, pinned at start)")
 	fs.StringVar(&c.ClusterName, "cluster-name", "meshclaims", "kind or local cluster name")
 	fs.StringVar(&c.KindNodeImage, "kind-node-image", "", "node image for every kind node, e.g. kindest/node:v1.36.4@sha256:... (default: the pinned Kubernetes 1.36 image of kind v0.33.0's release notes, framework/cluster.DefaultNodeImage); the report records the image that ran")
+	fs.StringVar(&c.KindConfig, "kind-config", "", "kind cluster config file (default testdata/kind/cluster.yaml: 1 control plane, 3 workers; testdata/kind/podman.yaml: 1 control plane, 2 workers, for cgroup v1 hosts and the node image of make kind-node-image)")
 	fs.StringVar(&c.KindKubeProxyMode, "kind-kube-proxy-mode", "", "kube-proxy mode of the kind cluster the run creates: iptables, ipvs or nftables (default: the shipped testdata/kind/cluster.yaml's iptables); HYBRID measured a new Service's time per mode. A reused cluster keeps the mode it was created with: the kube-proxy specs read the mode from the cluster")
 	fs.StringVar(&c.NetPolEnableCommand, "netpol-enable-command", "", "-provider=existing only: a sh command line that turns the VPC CNI's NetworkPolicy enforcement on, run by netpol.enforcement-not-retroactive while its pods run, e.g. "+
 		`aws eks update-addon --cluster-name NAME --addon-name vpc-cni --configuration-values '{"enableNetworkPolicy":"true"}' --resolve-conflicts OVERWRITE && aws eks wait addon-active --cluster-name NAME --addon-name vpc-cni`+
@@ -217,6 +219,9 @@ func (c *Config) Validate(repoRoot string, now time.Time) error {
 	}
 	if c.Provider != "existing" && (c.Kubeconfig != "" || c.Context != "") {
 		bad("-kubeconfig and -context apply to -provider=existing only (got -provider=%s)", c.Provider)
+	}
+	if c.KindConfig != "" && c.Provider != "kind" {
+		bad("-kind-config applies to -provider=kind only (got -provider=%s)", c.Provider)
 	}
 	if c.KindNodeImage != "" {
 		if c.Provider != "kind" {

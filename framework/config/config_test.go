@@ -59,6 +59,7 @@ func TestRejectsBadValues(t *testing.T) {
 		`-kind-node-image="kindest/node:v1.36.4@sha256:099e" is not an image reference`:  {"-kind-node-image=kindest/node:v1.36.4@sha256:099e"},
 		`-kind-node-image="Kindest/Node:v1.36.4" is not an image reference`:              {"-kind-node-image=Kindest/Node:v1.36.4"},
 		`-kind-node-image applies to -provider=kind only`:                                {"-provider=existing", "-kind-node-image=kindest/node:v1.36.4"},
+		`-kind-config applies to -provider=kind only`:                                    {"-provider=local", "-kind-config=testdata/kind/podman.yaml"},
 		`-kind-kube-proxy-mode="none"; accepted: iptables, ipvs, nftables`:               {"-kind-kube-proxy-mode=none"},
 		`-kind-kube-proxy-mode="IPVS"; accepted: iptables, ipvs, nftables`:               {"-kind-kube-proxy-mode=IPVS"},
 		`-kind-kube-proxy-mode applies to -provider=kind only`:                           {"-provider=existing", "-kind-kube-proxy-mode=ipvs"},

@@ -195,7 +195,7 @@ func (s *Suite) up(ctx context.Context) error {
 	// The provider is published before it starts: an interrupt during a
 	// kind create must still delete the cluster.
 	provider, err := cluster.New(cfg.Provider, cluster.Options{
-		ClusterName: cfg.ClusterName, Reuse: cfg.ReuseCluster, NodeImage: cfg.KindNodeImage, KubeProxyMode: cfg.KindKubeProxyMode,
+		ClusterName: cfg.ClusterName, Reuse: cfg.ReuseCluster, NodeImage: cfg.KindNodeImage, KindConfig: cfg.KindConfig, KubeProxyMode: cfg.KindKubeProxyMode,
 		Kubeconfig: cluster.KubeconfigSelector{Path: cfg.Kubeconfig, Context: cfg.Context},
 	})
 	if err != nil {
