@@ -305,6 +305,17 @@ func (s *Suite) up(ctx context.Context) error {
 	if err := steps.WaitWaypoints(ctx, mesh, objs, cfg.Timeouts.GatewayReady, s.logf); err != nil {
 		return err
 	}
+	// Where echo's replicas landed: on several nodes, whether a request
+	// could cross nodes at all (HBONE between two ztunnels, kube-proxy's
+	// rules on the client's node) is part of what a number means.
+	for _, m := range Modes(cfg.Modes) {
+		sp, err := k.Spread(ctx, m.Namespace(), fixtures.LabelApp+"="+fixtures.EchoName)
+		if err != nil {
+			return fmt.Errorf("placement of echo in %s: %w", m.Namespace(), err)
+		}
+		s.note(fmt.Sprintf("echo in %s: %s", m.Namespace(), sp))
+		s.logf("workloads: echo in %s: %s", m.Namespace(), sp)
+	}
 	where := fmt.Sprintf("%s (%s), Kubernetes %s, Istio %s", cfg.Provider, rc.Host, k.ServerVersion(), istioLabel(cfg))
 	s.mu.Lock()
 	s.envInfo.SetUp = time.Since(s.envInfo.Started).Round(time.Millisecond)
