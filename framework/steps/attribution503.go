@@ -119,7 +119,11 @@ func RolloutAccessLog(ctx context.Context, r *spec.Run) (verdict.Measurement, er
 		probes++
 		marker := fmt.Sprintf("meshclaims-accesslog-probe=%d", probes)
 		start := time.Now()
-		if _, err := Load(ctx, r, c, fmt.Sprintf("accesslog-probe-%d", probes), load.Spec{URL: EchoURLOf(m) + "?" + marker, QPS: 4, Connections: 1, Duration: time.Second, AllowInitialErrors: true}); err != nil {
+		// A probe is part of this wait (recorded with AddWait below), not a
+		// measurement load: how many it takes is what the wait finds out,
+		// so the plan (spec.Def.Loads) cannot list them and they are not
+		// recorded among the spec's loads.
+		if _, err := runLoad(ctx, r, c, fmt.Sprintf("accesslog-probe-%d", probes), load.Spec{URL: EchoURLOf(m) + "?" + marker, QPS: 4, Connections: 1, Duration: time.Second, AllowInitialErrors: true}, nil); err != nil {
 			return false, "", err
 		}
 		lw, err := converge.Until(ctx, converge.Policy{Poll: r.Env.Config.Timeouts.ConvergePoll, Times: 1, Limit: r.Env.Config.Timeouts.LogFlush}, "probe "+marker+" in the access log", func(ctx context.Context) (bool, string, error) {
