@@ -41,5 +41,12 @@ func (c *Cluster) Spread(ctx context.Context, ns, selector string) (string, erro
 	for i, node := range nodes {
 		parts[i] = fmt.Sprintf("%s %d", node, per[node])
 	}
-	return fmt.Sprintf("%d pods on %d nodes: %s", n, len(nodes), strings.Join(parts, ", ")), nil
+	return fmt.Sprintf("%s on %s: %s", plural(n, "pod"), plural(len(nodes), "node"), strings.Join(parts, ", ")), nil
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
 }

@@ -34,4 +34,7 @@ func TestSpread(t *testing.T) {
 	if want := "4 pods on 3 nodes: (unscheduled) 1, w1 2, w2 1"; err != nil || got != want {
 		t.Fatalf("Spread = %q, %v; want %q", got, err, want)
 	}
+	if got, err := k.Spread(ctx, ns, "app=client"); err != nil || got != "1 pod on 1 node: w2 1" {
+		t.Fatalf("Spread of one pod = %q, %v", got, err)
+	}
 }
