@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/meshclaims/meshclaims/fixtures"
+	"github.com/meshclaims/meshclaims/framework/apiresources"
 	"github.com/meshclaims/meshclaims/framework/apply"
 )
 
@@ -118,49 +119,23 @@ func New(cfg *rest.Config, o Options) (*Cleaner, error) {
 // resources lists every listable, deletable resource the server serves, in
 // its preferred version (one version per kind, so nothing is listed twice).
 func (c *Cleaner) resources() (namespaced, cluster []schema.GroupVersionResource, err error) {
-	lists, err := c.disc.ServerPreferredResources()
-	if err != nil && len(lists) == 0 {
-		return nil, nil, fmt.Errorf("discover resources: %w", err)
-	}
 	// A partial failure (one aggregated API down) still leaves the rest to
 	// clean; the error is returned so nobody believes the sweep was complete.
-	for _, l := range lists {
-		gv, perr := schema.ParseGroupVersion(l.GroupVersion)
-		if perr != nil {
-			continue
-		}
-		for _, r := range l.APIResources {
-			if strings.Contains(r.Name, "/") || !hasVerbs(r.Verbs, "list", "delete") {
-				continue
-			}
-			gvr := gv.WithResource(r.Name)
-			switch {
-			case r.Namespaced:
-				namespaced = append(namespaced, gvr)
-			case gvr != namespacesGVR:
-				cluster = append(cluster, gvr)
-			}
+	all, err := apiresources.Preferred(c.disc, "list", "delete")
+	if len(all) == 0 && err != nil {
+		return nil, nil, err
+	}
+	for _, r := range all {
+		switch {
+		case r.Namespaced:
+			namespaced = append(namespaced, r.GroupVersionResource)
+		case r.GroupVersionResource != namespacesGVR:
+			cluster = append(cluster, r.GroupVersionResource)
 		}
 	}
 	sortGVRs(namespaced)
 	sortGVRs(cluster)
 	return namespaced, cluster, err
-}
-
-func hasVerbs(have metav1.Verbs, want ...string) bool {
-	for _, w := range want {
-		found := false
-		for _, h := range have {
-			if h == w {
-				found = true
-				break
-			}
-		}
-		if !found {
-			return false
-		}
-	}
-	return true
 }
 
 func sortGVRs(g []schema.GroupVersionResource) {

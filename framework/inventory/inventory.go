@@ -14,7 +14,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,6 +22,8 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
+
+	"github.com/meshclaims/meshclaims/framework/apiresources"
 )
 
 // Object is one object as the snapshot saw it.
@@ -115,42 +116,34 @@ func Take(ctx context.Context, cfg *rest.Config) (*Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	lists, err := dc.ServerPreferredResources()
-	if err != nil && len(lists) == 0 {
-		return nil, fmt.Errorf("inventory: discovery: %w", err)
+	// A partial discovery failure fails the snapshot: an inventory that
+	// missed a group cannot vouch that nothing of a run is left in it.
+	all, err := apiresources.Preferred(dc, "list")
+	if err != nil {
+		return nil, fmt.Errorf("inventory: %w", err)
 	}
 	s := &Snapshot{TakenAt: time.Now(), Objects: map[string]Object{}}
-	for _, l := range lists {
-		gv, err := schema.ParseGroupVersion(l.GroupVersion)
-		if err != nil {
-			return nil, err
+	for _, r := range all {
+		res := resourceString(r.GroupVersionResource)
+		if skipped[res] {
+			continue
 		}
-		for _, r := range l.APIResources {
-			if strings.Contains(r.Name, "/") || !hasVerb(r, "list") {
-				continue
-			}
-			gvr := gv.WithResource(r.Name)
-			res := resourceString(gvr)
-			if skipped[res] {
-				continue
-			}
-			s.Resources = append(s.Resources, res)
-			items, err := listAll(ctx, dyn.Resource(gvr))
-			if err != nil {
-				return nil, fmt.Errorf("inventory: listing %s: %w", res, err)
-			}
-			for _, u := range items {
-				o := Object{Resource: res, Namespace: u.GetNamespace(), Name: u.GetName(), UID: string(u.GetUID()),
-					ResourceVersion: u.GetResourceVersion(), Labels: u.GetLabels()}
-				for _, m := range u.GetManagedFields() {
-					w := Writer{Manager: m.Manager, Operation: string(m.Operation), Subresource: m.Subresource}
-					if m.Time != nil {
-						w.Time = m.Time.Time
-					}
-					o.Writers = append(o.Writers, w)
+		s.Resources = append(s.Resources, res)
+		items, err := listAll(ctx, dyn.Resource(r.GroupVersionResource))
+		if err != nil {
+			return nil, fmt.Errorf("inventory: listing %s: %w", res, err)
+		}
+		for _, u := range items {
+			o := Object{Resource: res, Namespace: u.GetNamespace(), Name: u.GetName(), UID: string(u.GetUID()),
+				ResourceVersion: u.GetResourceVersion(), Labels: u.GetLabels()}
+			for _, m := range u.GetManagedFields() {
+				w := Writer{Manager: m.Manager, Operation: string(m.Operation), Subresource: m.Subresource}
+				if m.Time != nil {
+					w.Time = m.Time.Time
 				}
-				s.Objects[o.Key()] = o
+				o.Writers = append(o.Writers, w)
 			}
+			s.Objects[o.Key()] = o
 		}
 	}
 	sort.Strings(s.Resources)
@@ -171,15 +164,6 @@ func listAll(ctx context.Context, ri dynamic.NamespaceableResourceInterface) ([]
 		}
 		opts.Continue = l.GetContinue()
 	}
-}
-
-func hasVerb(r metav1.APIResource, verb string) bool {
-	for _, v := range r.Verbs {
-		if v == verb {
-			return true
-		}
-	}
-	return false
 }
 
 func resourceString(gvr schema.GroupVersionResource) string {
