@@ -36,6 +36,7 @@ import (
 
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/meshclaims/meshclaims/framework/images"
 	"github.com/meshclaims/meshclaims/framework/repo"
 )
 
@@ -188,16 +189,13 @@ func (r *Registry) WriteDockerConfig(dir, user, password string) error {
 	return os.WriteFile(filepath.Join(dir, "config.json"), b, 0o600)
 }
 
-// Client is an HTTP client that trusts the registry's CA.
+// Client is an HTTP client that trusts the registry's CA, as the suite's
+// pushes do with -image-registry-ca.
 func (r *Registry) Client() (*http.Client, error) {
-	pem, err := os.ReadFile(r.CAFile)
+	t, err := images.TransportWithCA(r.CAFile)
 	if err != nil {
 		return nil, err
 	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(pem)
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.TLSClientConfig.RootCAs = pool
 	return &http.Client{Transport: t, Timeout: 5 * time.Second}, nil
 }
 
