@@ -61,7 +61,7 @@ func (s *Suite) noSidecarHBONE() string {
 // charts inject, its Envoy and pilot-agent, and istiod's settings for it.
 func proxyRan(pa *proxyArchive, hub, tag, istioVersion string) *report.ProxyRan {
 	kind := proxyKind(pa)
-	pr := &report.ProxyRan{Kind: string(kind), Image: hub + "/proxyv2:" + tag, IstiodSettings: kind.IstiodSettings()}
+	pr := &report.ProxyRan{Kind: string(kind), Image: hub + "/proxyv2:" + tag, IstiodSettings: kind.IstiodSettings(), Waypoint: kind.WaypointAdaptations()}
 	if pa == nil || kind == istio.ProxyIstio {
 		pr.Envoy = "istio-proxy of Istio " + istioVersion + " (Istio's proxyv2 image)"
 		if pa != nil {
