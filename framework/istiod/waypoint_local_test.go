@@ -6,6 +6,8 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -188,6 +190,7 @@ func TestWaypointOnLocalCluster(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		keepDump(t, "waypoint_xds_stats.txt", stats)
 		u, err := proxydump.XDSUpdates(stats)
 		if err != nil {
 			t.Fatal(err)
@@ -200,6 +203,7 @@ func TestWaypointOnLocalCluster(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		keepDump(t, "waypoint_config_dump.json", dump)
 		ls, err := proxydump.EnvoyListeners(dump)
 		if err != nil {
 			t.Fatal(err)
@@ -264,6 +268,9 @@ func TestWaypointOnLocalCluster(t *testing.T) {
 			t.Fatalf("the unadapted waypoint's Envoy answered no listener push: %s: %v", why, err)
 		}
 		t.Logf("unadapted waypoint %s xDS updates: %v", pod, u)
+		if stats, err := k.AdminGet(ctx, unadaptedNamespace, pod, "/stats?filter="+url.QueryEscape(`^(listener_manager\.lds|cluster_manager\.cds)\.update_`)); err == nil {
+			keepDump(t, "waypoint_unadapted_xds_stats.txt", stats)
+		}
 		if u[proxydump.LDSUpdateRejected] == 0 {
 			t.Errorf("the same Gateway without the EnvoyFilters had no listener update rejected: %v; the adaptations would then prove nothing", u)
 		}
@@ -271,6 +278,7 @@ func TestWaypointOnLocalCluster(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		keepDump(t, "waypoint_unadapted_config_dump.json", dump)
 		ls, err := proxydump.EnvoyListeners(dump)
 		if err != nil {
 			t.Fatal(err)
@@ -522,6 +530,17 @@ func waitDump(ctx context.Context, k *kube.Cluster, ns, pod string, timeout time
 		return fmt.Errorf("waypoint %s: no %s (%s): %w", pod, what, seen, err)
 	}
 	return nil
+}
+
+// keepDump writes a proxy's dump into MESHCLAIMS_WAYPOINT_DUMPS when set:
+// the real shapes proxydump's tests read (its testdata).
+func keepDump(t *testing.T, name, dump string) {
+	t.Helper()
+	if dir := os.Getenv("MESHCLAIMS_WAYPOINT_DUMPS"); dir != "" {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(dump), 0o644); err != nil {
+			t.Error(err)
+		}
+	}
 }
 
 // dumpWaypoint logs what istiod made of the Gateway, for a waypoint that
