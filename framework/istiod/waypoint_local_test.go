@@ -31,9 +31,12 @@ import (
 	"github.com/meshclaims/meshclaims/framework/steps"
 )
 
-// unadaptedNamespace holds the negative control: the same waypoint Gateway
-// without upstream Envoy's EnvoyFilters.
-const unadaptedNamespace = "meshclaims-waypoint-unadapted"
+// The negative controls' namespaces: the same waypoint Gateway without
+// upstream Envoy's EnvoyFilters, and with the peer-metadata one only.
+const (
+	unadaptedNamespace        = "meshclaims-waypoint-unadapted"
+	peerMetadataOnlyNamespace = "meshclaims-waypoint-peer-metadata-only"
+)
 
 // TestWaypointOnLocalCluster runs ambient-l7's waypoint as the suite
 // deploys it on upstream Envoy, without ztunnel (no registry this project
@@ -108,10 +111,13 @@ func TestWaypointOnLocalCluster(t *testing.T) {
 	ctl := fixtures.Target{Namespace: unadaptedNamespace, Run: cfg.RunID}
 	ctlNS := fixtures.Namespace(mode.AmbientL7, cfg.RunID)
 	ctlNS.Name = unadaptedNamespace
+	pm := fixtures.Target{Namespace: peerMetadataOnlyNamespace, Run: cfg.RunID}
+	pmNS := fixtures.Namespace(mode.AmbientL7, cfg.RunID)
+	pmNS.Name = peerMetadataOnlyNamespace
 	// echo first, so its endpoints exist when the waypoint starts; then the
 	// EnvoyFilters, then the Gateways (ForMode's order).
 	backend := []client.Object{
-		fixtures.Namespace(mode.AmbientL7, cfg.RunID), ctlNS,
+		fixtures.Namespace(mode.AmbientL7, cfg.RunID), ctlNS, pmNS,
 		fixtures.ServiceAccount(tg, fixtures.ServiceAccountGood), fixtures.ServiceAccount(tg, fixtures.ServiceAccountBad),
 		fixtures.EchoService(tg), fixtures.Echo(tg, opts.Images, 2),
 	}
@@ -125,7 +131,11 @@ func TestWaypointOnLocalCluster(t *testing.T) {
 	for _, f := range fixtures.UpstreamEnvoyWaypointFilters(tg, fixtures.WaypointName) {
 		waypoint = append(waypoint, f)
 	}
-	waypoint = append(waypoint, fixtures.Waypoint(tg), fixtures.Waypoint(ctl))
+	peerMetadataOnly := fixtures.UpstreamEnvoyWaypointFilters(pm, fixtures.WaypointName)[0]
+	if peerMetadataOnly.Name != fixtures.WaypointPeerMetadataFilterName {
+		t.Fatalf("first upstream-Envoy EnvoyFilter is %s, want %s", peerMetadataOnly.Name, fixtures.WaypointPeerMetadataFilterName)
+	}
+	waypoint = append(waypoint, peerMetadataOnly, fixtures.Waypoint(tg), fixtures.Waypoint(ctl), fixtures.Waypoint(pm))
 	t1 := time.Now()
 	if err := applier.Apply(ctx, waypoint...); err != nil {
 		t.Fatal(err)
@@ -209,6 +219,9 @@ func TestWaypointOnLocalCluster(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Logf("active listeners %v; not active %v; HTTP filters %v; factory keys %v", ls.Active, ls.NotActive, ls.HTTPFilters, ls.FactoryKeys)
+		if len(ls.Failed) != 0 {
+			t.Errorf("the waypoint's Envoy refused listeners: %v", ls.Failed)
+		}
 		for _, want := range []string{fixtures.ConnectTerminateListener, "main_internal"} {
 			if !slices.Contains(ls.Active, want) {
 				t.Errorf("listener %s not active on the waypoint", want)
@@ -232,78 +245,21 @@ func TestWaypointOnLocalCluster(t *testing.T) {
 	})
 
 	t.Run("unadapted-rejected", func(t *testing.T) {
-		// Negative control. Waiting for its pod to run and its Envoy to
-		// have answered one listener push (taken or refused), not for the
-		// refusal itself.
-		var pod string
-		var u map[string]uint64
-		var why string
-		err := wait.PollUntilContextTimeout(ctx, 2*time.Second, cfg.Timeouts.GatewayReady, true, func(ctx context.Context) (bool, error) {
-			list, err := k.Client.CoreV1().Pods(unadaptedNamespace).List(ctx, metav1.ListOptions{LabelSelector: wpSelector})
-			if err != nil {
-				return false, err
-			}
-			for _, p := range list.Items {
-				if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
-					pod = p.Name
-				}
-			}
-			if pod == "" {
-				why = fmt.Sprintf("%d pods, none running", len(list.Items))
-				return false, nil
-			}
-			stats, err := k.AdminGet(ctx, unadaptedNamespace, pod, "/stats?filter="+url.QueryEscape(`^(listener_manager\.lds|cluster_manager\.cds)\.update_`))
-			if err != nil {
-				why = err.Error()
-				return false, nil
-			}
-			if u, err = proxydump.XDSUpdates(stats); err != nil {
-				why = err.Error()
-				return false, nil
-			}
-			why = fmt.Sprint(u)
-			return u[proxydump.LDSUpdateSuccess]+u[proxydump.LDSUpdateRejected] > 0, nil
-		})
-		if err != nil {
-			t.Fatalf("the unadapted waypoint's Envoy answered no listener push: %s: %v", why, err)
-		}
-		t.Logf("unadapted waypoint %s xDS updates: %v", pod, u)
-		if stats, err := k.AdminGet(ctx, unadaptedNamespace, pod, "/stats?filter="+url.QueryEscape(`^(listener_manager\.lds|cluster_manager\.cds)\.update_`)); err == nil {
-			keepDump(t, "waypoint_unadapted_xds_stats.txt", stats)
-		}
-		if u[proxydump.LDSUpdateRejected] == 0 {
-			t.Errorf("the same Gateway without the EnvoyFilters had no listener update rejected: %v; the adaptations would then prove nothing", u)
-		}
-		dump, err := k.AdminGet(ctx, unadaptedNamespace, pod, "/config_dump")
-		if err != nil {
-			t.Fatal(err)
-		}
-		keepDump(t, "waypoint_unadapted_config_dump.json", dump)
-		ls, err := proxydump.EnvoyListeners(dump)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if slices.Contains(ls.Active, fixtures.ConnectTerminateListener) {
-			t.Errorf("connect_terminate is active on the unadapted waypoint: %v", ls.Active)
-		}
-		logs, err := k.Client.CoreV1().Pods(unadaptedNamespace).GetLogs(pod, &corev1.PodLogOptions{Container: istiod.ProxyContainer}).DoRaw(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var reasons []string
-		for _, line := range strings.Split(string(logs), "\n") {
-			if strings.Contains(line, "rejected") || strings.Contains(line, "Didn't find a registered implementation") {
-				reasons = append(reasons, strings.TrimSpace(line))
-			}
-		}
-		if len(reasons) == 0 {
-			t.Errorf("the unadapted waypoint's log names no rejection")
-		}
-		for i, r := range reasons {
-			if i < 3 {
-				t.Logf("unadapted waypoint log: %.400s", r)
-			}
-		}
+		// Negative control: no EnvoyFilter. Envoy refuses both HTTP
+		// listeners for the peer-metadata filters it does not have.
+		refused(t, k, unadaptedNamespace, wpSelector, cfg.Timeouts.GatewayReady, "waypoint_unadapted", map[string]string{
+			fixtures.ConnectTerminateListener: fixtures.WaypointDownstreamPeerMetadata,
+			"main_internal":                   fixtures.WaypointUpstreamPeerMetadata,
+		}, nil)
+	})
+	t.Run("peer-metadata-only-rejected", func(t *testing.T) {
+		// Negative control for the second EnvoyFilter: with the
+		// peer-metadata filters removed but connect_authority left on
+		// Istio's factory key, main_internal is taken and connect_terminate
+		// refused for istio.hashable_string.
+		refused(t, k, peerMetadataOnlyNamespace, wpSelector, cfg.Timeouts.GatewayReady, "", map[string]string{
+			fixtures.ConnectTerminateListener: "istio.hashable_string",
+		}, []string{"main_internal"})
 	})
 
 	// HBONE clients as sa/good and sa/bad, certificates from istiod's CA.
@@ -479,6 +435,86 @@ func TestWaypointOnLocalCluster(t *testing.T) {
 			t.Errorf("sa/good with ALLOW sa/good: %d, want 200", resp.StatusCode)
 		}
 	})
+}
+
+// refused waits for the waypoint pod of ns to run and its Envoy to have
+// answered one listener push (taken or refused: a precondition, not the
+// outcome), then requires: LDS updates rejected, each listener of
+// wantFailed refused with Envoy's reason naming its value and not active,
+// each of wantActive active, and the rejection in the proxy's log. keep
+// names the dumps kept for proxydump's testdata ("" keeps none).
+func refused(t *testing.T, k *kube.Cluster, ns, selector string, timeout time.Duration, keep string, wantFailed map[string]string, wantActive []string) {
+	t.Helper()
+	ctx := context.Background()
+	statsPath := "/stats?filter=" + url.QueryEscape(`^(listener_manager\.lds|cluster_manager\.cds)\.update_`)
+	var pod, stats, why string
+	var u map[string]uint64
+	err := wait.PollUntilContextTimeout(ctx, 2*time.Second, timeout, true, func(ctx context.Context) (bool, error) {
+		list, err := k.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
+		if err != nil {
+			return false, err
+		}
+		for _, p := range list.Items {
+			if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+				pod = p.Name
+			}
+		}
+		if pod == "" {
+			why = fmt.Sprintf("%d pods, none running", len(list.Items))
+			return false, nil
+		}
+		if stats, err = k.AdminGet(ctx, ns, pod, statsPath); err != nil {
+			why = err.Error()
+			return false, nil
+		}
+		if u, err = proxydump.XDSUpdates(stats); err != nil {
+			why = err.Error()
+			return false, nil
+		}
+		why = fmt.Sprint(u)
+		return u[proxydump.LDSUpdateSuccess]+u[proxydump.LDSUpdateRejected] > 0, nil
+	})
+	if err != nil {
+		t.Fatalf("the waypoint of %s answered no listener push: %s: %v", ns, why, err)
+	}
+	t.Logf("%s waypoint %s xDS updates: %v", ns, pod, u)
+	if u[proxydump.LDSUpdateRejected] == 0 {
+		t.Errorf("%s: no listener update rejected: %v; the adaptation would then prove nothing", ns, u)
+	}
+	dump, err := k.AdminGet(ctx, ns, pod, "/config_dump")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if keep != "" {
+		keepDump(t, keep+"_config_dump.json", dump)
+		keepDump(t, keep+"_xds_stats.txt", stats)
+	}
+	ls, err := proxydump.EnvoyListeners(dump)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, reason := range wantFailed {
+		if why, ok := ls.Failed[name]; !ok || !strings.Contains(why, reason) {
+			t.Errorf("%s: listener %s refused for %q, want a reason naming %s (refused: %v)", ns, name, why, reason, ls.Failed)
+		} else {
+			t.Logf("%s: Envoy refused %s: %.300s", ns, name, why)
+		}
+		if slices.Contains(ls.Active, name) {
+			t.Errorf("%s: listener %s is active", ns, name)
+		}
+	}
+	for _, name := range wantActive {
+		if !slices.Contains(ls.Active, name) {
+			t.Errorf("%s: listener %s not active (active %v, refused %v)", ns, name, ls.Active, ls.Failed)
+		}
+	}
+	logs, err := k.Client.CoreV1().Pods(ns).GetLogs(pod, &corev1.PodLogOptions{Container: istiod.ProxyContainer}).DoRaw(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(logs), "Listener rejected") {
+		t.Errorf("%s: the waypoint's log names no rejected listener update", ns)
+	}
 }
 
 // waitEndpoints waits until the waypoint's Envoy lists every echo pod as

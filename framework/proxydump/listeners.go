@@ -40,6 +40,9 @@ type Listeners struct {
 	Active []string
 	// NotActive are dynamic listeners only warming or draining.
 	NotActive []string
+	// Failed are the dynamic listeners Envoy refused (error_state), with
+	// Envoy's reason.
+	Failed map[string]string
 	// HTTPFilters are the names of every HTTP filter on the active
 	// listeners' chains (and their internal listeners').
 	HTTPFilters []string
@@ -60,9 +63,23 @@ func EnvoyListeners(dump string) (Listeners, error) {
 		for _, x := range asSlice(d["dynamic_listeners"]) {
 			m, _ := x.(map[string]any)
 			name, _ := m["name"].(string)
+			if e, ok := m["error_state"].(map[string]any); ok {
+				// Envoy 1.38 also lists a refused listener it never had
+				// without a name of its own: the name is the refused
+				// configuration's.
+				if fc, ok := e["failed_configuration"].(map[string]any); ok && name == "" {
+					name, _ = fc["name"].(string)
+				}
+				if l.Failed == nil {
+					l.Failed = map[string]string{}
+				}
+				l.Failed[name], _ = e["details"].(string)
+			}
 			a, ok := m["active_state"].(map[string]any)
 			if !ok {
-				l.NotActive = append(l.NotActive, name)
+				if _, failed := m["error_state"]; !failed {
+					l.NotActive = append(l.NotActive, name)
+				}
 				continue
 			}
 			l.Active = append(l.Active, name)
