@@ -15,10 +15,13 @@ import (
 	"testing"
 	"time"
 
+	networkingv1alpha3 "istio.io/client-go/pkg/apis/networking/v1alpha3"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/meshclaims/meshclaims/fixtures"
 	"github.com/meshclaims/meshclaims/framework/hbone"
@@ -127,10 +130,25 @@ func TestWaypointOnLocalCluster(t *testing.T) {
 	if err := k.WaitAvailable(ctx, ns, cfg.Timeouts.WorkloadsReady, fixtures.EchoName); err != nil {
 		t.Fatal(err)
 	}
-	var waypoint []client.Object
-	for _, f := range fixtures.UpstreamEnvoyWaypointFilters(tg, fixtures.WaypointName) {
-		waypoint = append(waypoint, f)
+	// The waypoint's objects as the suite deploys ambient-l7 (ForMode with
+	// the set-up's options): the EnvoyFilters, then the Gateway.
+	set, err := fixtures.ForMode(mode.AmbientL7, opts)
+	if err != nil {
+		t.Fatal(err)
 	}
+	var waypoint []client.Object
+	var order []string
+	for _, o := range set {
+		switch o.(type) {
+		case *networkingv1alpha3.EnvoyFilter, *gatewayv1.Gateway:
+			waypoint = append(waypoint, o)
+			order = append(order, o.GetObjectKind().GroupVersionKind().Kind+"/"+o.GetName())
+		}
+	}
+	if len(waypoint) != 3 || !strings.HasPrefix(order[2], "Gateway/") {
+		t.Fatalf("ambient-l7's waypoint objects: %v, want two EnvoyFilters before the Gateway", order)
+	}
+	waypoint = waypoint[:2] // its Gateway is applied with the controls' below
 	peerMetadataOnly := fixtures.UpstreamEnvoyWaypointFilters(pm, fixtures.WaypointName)[0]
 	if peerMetadataOnly.Name != fixtures.WaypointPeerMetadataFilterName {
 		t.Fatalf("first upstream-Envoy EnvoyFilter is %s, want %s", peerMetadataOnly.Name, fixtures.WaypointPeerMetadataFilterName)
@@ -256,9 +274,11 @@ func TestWaypointOnLocalCluster(t *testing.T) {
 		// Negative control for the second EnvoyFilter: with the
 		// peer-metadata filters removed but connect_authority left on
 		// Istio's factory key, main_internal is taken and connect_terminate
-		// refused for istio.hashable_string.
-		refused(t, k, peerMetadataOnlyNamespace, wpSelector, cfg.Timeouts.GatewayReady, "", map[string]string{
-			fixtures.ConnectTerminateListener: "istio.hashable_string",
+		// refused: upstream Envoy has no istio.hashable_string factory, and
+		// says so of the first value using it ("'io.istio.connect_authority'
+		// does not have an object factory").
+		refused(t, k, peerMetadataOnlyNamespace, wpSelector, cfg.Timeouts.GatewayReady, "waypoint_peer_metadata_only", map[string]string{
+			fixtures.ConnectTerminateListener: "'io.istio.connect_authority' does not have an object factory",
 		}, []string{"main_internal"})
 	})
 
@@ -435,6 +455,8 @@ func TestWaypointOnLocalCluster(t *testing.T) {
 			t.Errorf("sa/good with ALLOW sa/good: %d, want 200", resp.StatusCode)
 		}
 	})
+
+	t.Run("clean-up", func(t *testing.T) { cleanedUp(t, l, k, ns) })
 }
 
 // refused waits for the waypoint pod of ns to run and its Envoy to have
@@ -515,6 +537,41 @@ func refused(t *testing.T, k *kube.Cluster, ns, selector string, timeout time.Du
 	if !strings.Contains(string(logs), "Listener rejected") {
 		t.Errorf("%s: the waypoint's log names no rejected listener update", ns)
 	}
+}
+
+// cleanedUp runs the run's clean-up (the suite's, as at the end of a run)
+// and requires the upstream-Envoy EnvoyFilters of ns among what it deleted,
+// nothing of the run's left, and istiod's waypoint Deployment gone with
+// its Gateway.
+func cleanedUp(t *testing.T, l *setuptest.Local, k *kube.Cluster, ns string) {
+	t.Helper()
+	ctx := context.Background()
+	rep, err := l.Suite.Cleaner().Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var filters []string
+	for _, r := range rep.Deleted {
+		if r.Resource.Resource == "envoyfilters" && r.Namespace == ns {
+			filters = append(filters, r.Name)
+		}
+	}
+	slices.Sort(filters)
+	if want := []string{fixtures.WaypointConnectAuthorityFilterName, fixtures.WaypointPeerMetadataFilterName}; !slices.Equal(filters, want) {
+		t.Errorf("the clean-up deleted EnvoyFilters %v in %s, want %v", filters, ns, want)
+	}
+	if len(rep.Remaining) != 0 {
+		t.Errorf("left after the clean-up: %v", rep.Remaining)
+	}
+	// The Deployment goes with its namespace (and its owner, the Gateway)
+	// through the controller-manager: bounded by the clean-up timeout.
+	if err := wait.PollUntilContextTimeout(ctx, time.Second, l.Config.Timeouts.Cleanup, true, func(ctx context.Context) (bool, error) {
+		_, err := k.Client.AppsV1().Deployments(ns).Get(ctx, fixtures.WaypointName, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	}); err != nil {
+		t.Errorf("istiod's waypoint Deployment %s/%s is still there after the clean-up: %v", ns, fixtures.WaypointName, err)
+	}
+	t.Logf("clean-up: %d deleted (EnvoyFilters %v), %d remaining", len(rep.Deleted), filters, len(rep.Remaining))
 }
 
 // waitEndpoints waits until the waypoint's Envoy lists every echo pod as

@@ -12,7 +12,8 @@ import (
 // Envoy 1.38.3 under pilot-agent `proxy waypoint`. The config dumps keep
 // their ListenersConfigDump only (the other sections carry certificates
 // and are not read here). "unadapted" is the same Gateway without the
-// EnvoyFilters upstream Envoy needs.
+// EnvoyFilters upstream Envoy needs, "peer_metadata_only" with the first
+// of them only.
 func TestEnvoyListenersOfARealWaypoint(t *testing.T) {
 	l, err := EnvoyListeners(read(t, "waypoint_listeners_dump.json"))
 	if err != nil {
@@ -41,6 +42,16 @@ func TestEnvoyListenersOfARealWaypoint(t *testing.T) {
 		if why := u.Failed[name]; !strings.Contains(why, filter) || !strings.Contains(why, "io.istio.http.peer_metadata.Config") {
 			t.Errorf("unadapted %s refused for %q, want %s named", name, why, filter)
 		}
+	}
+	// With the peer-metadata filters removed only: main_internal taken,
+	// connect_terminate refused for connect_authority's Istio factory.
+	p, err := EnvoyListeners(read(t, "waypoint_peer_metadata_only_listeners_dump.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(p.Active, "main_internal") || slices.Contains(p.Active, "connect_terminate") ||
+		!strings.Contains(p.Failed["connect_terminate"], "'io.istio.connect_authority' does not have an object factory") {
+		t.Errorf("peer-metadata-only waypoint: active %v, failed %v", p.Active, p.Failed)
 	}
 	if _, err := EnvoyListeners(`{"configs": []}`); err == nil {
 		t.Error("a dump without configs was read")
