@@ -216,7 +216,7 @@ e2e-local: k8s-bin kube-router local-deps istio-images registry ## the none-mode
 	$(GO) test -count=1 -v -run TestReadWithTheRealTools ./framework/probeset/  # nft and ipset are here now (local-deps)
 	@charts="$(ISTIO_CHARTS)"; test -n "$$charts" || { echo "cannot download $(ISTIO_MODULE) for Istio's charts"; exit 1; }; \
 	MESHCLAIMS_LOCAL=1 MESHCLAIMS_ISTIO_IMAGES=$(ISTIO_IMAGES) MESHCLAIMS_ISTIO_CHARTS=$$charts \
-		$(GO) test -count=1 -v -timeout 45m -run 'TestIstiodOnLocalCluster|TestIstioCNIAmbientOnLocalCluster|TestWaypointOnLocalCluster' ./framework/istiod/
+		$(GO) test -count=1 -v -timeout 30m -run 'TestIstiodOnLocalCluster|TestIstioCNIAmbientOnLocalCluster|TestWaypointOnLocalCluster' ./framework/istiod/
 	MESHCLAIMS_LOCAL=1 $(GO) test -count=1 -timeout 30m -run TestStepsOnLocalCluster ./framework/steps/
 	rm -rf results/$(E2E_LOCAL_RUN)
 	MESHCLAIMS_LOCAL=1 MESHCLAIMS_REQUIRE_REGISTRY=1 MESHCLAIMS_EXISTING_RESULTS=$(CURDIR)/results \
