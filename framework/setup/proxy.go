@@ -75,3 +75,16 @@ func proxyRan(pa *proxyArchive, hub, tag, istioVersion string) *report.ProxyRan 
 	pr.EnvoySource = pa.info.EnvoySource
 	return pr
 }
+
+// notInstalled rewrites pr for a run that installs no istiod
+// (-istio-install=skip): istiod runs with whatever it was given, so its
+// settings, the waypoint's among them, are not this run's; the waypoint's
+// EnvoyFilters and the image's template still are.
+func notInstalled(pr *report.ProxyRan) {
+	pr.IstiodSettings = []string{"not set by this run (-istio-install=skip): the installed istiod's own"}
+	for i, w := range pr.Waypoint {
+		if strings.Contains(w, "AMBIENT_ENABLE_MULTI_NETWORK_WAYPOINT") {
+			pr.Waypoint[i] = "istiod's AMBIENT_ENABLE_MULTI_NETWORK_WAYPOINT not set by this run (-istio-install=skip): upstream Envoy refuses the waypoint's inner_connect_originate unless the installed istiod has it false"
+		}
+	}
+}

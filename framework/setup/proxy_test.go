@@ -99,3 +99,19 @@ func TestEnvironmentSaysWhichProxyRan(t *testing.T) {
 		t.Errorf("loaded %v despite the refusal", l)
 	}
 }
+
+// With -istio-install=skip nothing of istiod's is this run's: the report
+// says so of its settings and of the waypoint's istiod setting, and keeps
+// the EnvoyFilters and the template, which are.
+func TestNotInstalledProxy(t *testing.T) {
+	pr := proxyRan(&proxyArchive{info: istioimages.ProxyImageInfo{Kind: istio.ProxyUpstreamEnvoy}}, "localhost/istio", "1.30.3-dev", "1.30.3-dev")
+	before := len(pr.Waypoint)
+	notInstalled(pr)
+	all := strings.Join(pr.IstiodSettings, " ") + " " + strings.Join(pr.Waypoint, " ")
+	if !strings.Contains(all, "not set by this run (-istio-install=skip)") || strings.Contains(all, "AMBIENT_ENABLE_MULTI_NETWORK_WAYPOINT=false") {
+		t.Errorf("skip: %v", all)
+	}
+	if len(pr.Waypoint) != before || !strings.Contains(all, "EnvoyFilter removing") || !strings.Contains(all, "metadata_discovery") {
+		t.Errorf("skip dropped the run's own adaptations: %v", pr.Waypoint)
+	}
+}

@@ -422,7 +422,7 @@ func (s *Suite) installIstio(ctx context.Context, p istio.Profile, only []istio.
 	s.envInfo.Proxy = proxyRan(s.proxy, s.istioHub(), s.istioTag(), s.Cfg.IstioVersion)
 	if istio.Method(s.Cfg.IstioInstall) == istio.MethodSkip {
 		// Nothing is installed: istiod runs with whatever it was given.
-		s.envInfo.Proxy.IstiodSettings = []string{"not set by this run (-istio-install=skip): the installed istiod's own"}
+		notInstalled(s.envInfo.Proxy)
 	}
 	proxySummary := s.envInfo.Proxy.Summary()
 	s.mu.Unlock()
