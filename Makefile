@@ -201,7 +201,11 @@ $(BIN)/kube-router/kube-router: cmd/kube-router/go.mod cmd/kube-router/go.sum
 # upstream-envoy's settings and rejects it without). Then the provider's own
 # tests (its node's namespaces among them); istiod built from source (make
 # istio-images) on the local cluster with its webhook, injection and CA
-# checks and istio-cni in ambient mode with its clean-up (framework/istiod); and the Istio modes' scenario steps
+# checks, istio-cni in ambient mode with its clean-up, and ambient-l7's
+# waypoint on upstream Envoy without ztunnel (istiod deploys it; its Envoy
+# takes istiod's listeners with the adaptations and rejects them without;
+# an HBONE client through it gets echo's answer, a 403 from an
+# AuthorizationPolicy and a counted retry) (framework/istiod); and the Istio modes' scenario steps
 # (gRPC, download, SSE, canary split, churn, proxy usage, T2 orders) driven
 # against the real cluster in the no-mesh namespace.
 e2e-local: k8s-bin kube-router local-deps istio-images registry ## the none-mode specs on a local single-node cluster through -provider=existing (root)
@@ -212,7 +216,7 @@ e2e-local: k8s-bin kube-router local-deps istio-images registry ## the none-mode
 	$(GO) test -count=1 -v -run TestReadWithTheRealTools ./framework/probeset/  # nft and ipset are here now (local-deps)
 	@charts="$(ISTIO_CHARTS)"; test -n "$$charts" || { echo "cannot download $(ISTIO_MODULE) for Istio's charts"; exit 1; }; \
 	MESHCLAIMS_LOCAL=1 MESHCLAIMS_ISTIO_IMAGES=$(ISTIO_IMAGES) MESHCLAIMS_ISTIO_CHARTS=$$charts \
-		$(GO) test -count=1 -v -timeout 30m -run 'TestIstiodOnLocalCluster|TestIstioCNIAmbientOnLocalCluster' ./framework/istiod/
+		$(GO) test -count=1 -v -timeout 30m -run 'TestIstiodOnLocalCluster|TestIstioCNIAmbientOnLocalCluster|TestWaypointOnLocalCluster' ./framework/istiod/
 	MESHCLAIMS_LOCAL=1 $(GO) test -count=1 -timeout 30m -run TestStepsOnLocalCluster ./framework/steps/
 	rm -rf results/$(E2E_LOCAL_RUN)
 	MESHCLAIMS_LOCAL=1 MESHCLAIMS_REQUIRE_REGISTRY=1 MESHCLAIMS_EXISTING_RESULTS=$(CURDIR)/results \

@@ -9,6 +9,7 @@ import (
 	"fmt"
 
 	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
+	networkingv1alpha3 "istio.io/client-go/pkg/apis/networking/v1alpha3"
 	securityv1 "istio.io/client-go/pkg/apis/security/v1"
 	telemetryv1 "istio.io/client-go/pkg/apis/telemetry/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -34,11 +35,13 @@ type WriteGuard interface {
 }
 
 // Scheme knows every type the fixtures build: Kubernetes' built-in types,
-// Istio networking, security and telemetry v1, Gateway API v1 and v1beta1.
+// Istio networking, security and telemetry v1 (and networking v1alpha3 for
+// EnvoyFilter, which has no v1), Gateway API v1 and v1beta1.
 func Scheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
 	utilruntime.Must(networkingv1.AddToScheme(s))
+	utilruntime.Must(networkingv1alpha3.AddToScheme(s))
 	utilruntime.Must(securityv1.AddToScheme(s))
 	utilruntime.Must(telemetryv1.AddToScheme(s))
 	utilruntime.Must(gatewayv1.Install(s))

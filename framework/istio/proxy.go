@@ -45,11 +45,18 @@ func (k ProxyKind) SidecarHBONE() bool { return k != ProxyUpstreamEnvoy }
 //   - PILOT_ENABLE_METADATA_EXCHANGE=false: no istio.metadata_exchange
 //     filters (pilot/pkg/features/telemetry.go);
 //   - PILOT_ENABLE_SIDECAR_LISTENING_HBONE=false: no HBONE inbound
-//     listener for sidecars, whatever a pod's proxy metadata says.
+//     listener for sidecars, whatever a pod's proxy metadata says;
+//   - AMBIENT_ENABLE_MULTI_NETWORK_WAYPOINT=false: no
+//     inner_connect_originate listener and cluster on waypoints (double
+//     HBONE for multi-network; pilot adds them to every waypoint through
+//     pilot/pkg/model/context.go's operator precedence, and their
+//     istio.double_hbone.hbone_target_address and istio.hashable_string
+//     filter-state keys are Istio's own). It changes nothing for sidecars.
 var upstreamEnvoyEnv = map[string]any{
-	"PILOT_ENABLE_ALPN_FILTER":             "false",
-	"PILOT_ENABLE_METADATA_EXCHANGE":       "false",
-	"PILOT_ENABLE_SIDECAR_LISTENING_HBONE": "false",
+	"PILOT_ENABLE_ALPN_FILTER":              "false",
+	"PILOT_ENABLE_METADATA_EXCHANGE":        "false",
+	"PILOT_ENABLE_SIDECAR_LISTENING_HBONE":  "false",
+	"AMBIENT_ENABLE_MULTI_NETWORK_WAYPOINT": "false",
 }
 
 // UpstreamEnvoyIstiodValues are the istiod chart values upstream Envoy
@@ -97,4 +104,22 @@ func (k ProxyKind) IstiodSettings() []string {
 		"telemetry.enabled=false (no meshConfig.defaultProviders.metrics: no metrics provider, no stats filters)",
 		"meshConfig.defaultConfig.proxyMetadata.ISTIO_META_ENABLE_HBONE=false (sidecars not HBONE-enabled)",
 		"no WasmPlugin objects; one Telemetry, only during rollout.503-attribution: access logging (built-in envoy provider) for the sidecar-mode fortio client's outbound requests")
+}
+
+// WaypointAdaptations says, one line each, what a waypoint of proxy kind k
+// runs with beyond Istio's defaults and what it then lacks, for the report
+// beside every ambient-l7 measurement. Istio's own proxy needs none (nil).
+// The EnvoyFilters are fixtures.UpstreamEnvoyWaypointFilters; the
+// bootstrap template is the proxyv2 image's (istioimages).
+func (k ProxyKind) WaypointAdaptations() []string {
+	if k != ProxyUpstreamEnvoy {
+		return nil
+	}
+	return []string{
+		"bootstrap template without Istio's metadata_discovery extension (istio.workload.BootstrapExtension; pilot-agent forces it for every waypoint): the proxyv2 image's template",
+		"istiod AMBIENT_ENABLE_MULTI_NETWORK_WAYPOINT=false: no inner_connect_originate listener or cluster (no multi-network double HBONE)",
+		"EnvoyFilter removing the waypoint's two peer-metadata HTTP filters (waypoint_downstream_peer_metadata, waypoint_upstream_peer_metadata; io.istio.http.peer_metadata.Config)",
+		"EnvoyFilter replacing connect_authority's factory key istio.hashable_string with envoy.hashable_string",
+		"so the waypoint lacks Istio's metrics (no istio_requests_total or istio_tcp_* from it) and peer workload metadata (none in tracing tags or access-log filter state), and has no workload-metadata discovery subscription",
+	}
 }

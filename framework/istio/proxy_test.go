@@ -8,6 +8,22 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
+func TestWaypointAdaptations(t *testing.T) {
+	if a := ProxyIstio.WaypointAdaptations(); a != nil {
+		t.Errorf("istio-proxy's waypoint gets adaptations %v; Istio's release images keep istiod's defaults", a)
+	}
+	got := strings.Join(ProxyUpstreamEnvoy.WaypointAdaptations(), "\n")
+	for _, want := range []string{"metadata_discovery", "AMBIENT_ENABLE_MULTI_NETWORK_WAYPOINT=false", "waypoint_downstream_peer_metadata", "envoy.hashable_string", "istio_requests_total", "peer workload metadata"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("upstream Envoy's waypoint adaptations do not name %s:\n%s", want, got)
+		}
+	}
+	// istiod's side of them is in IstiodSettings, which the report shows.
+	if s := strings.Join(ProxyUpstreamEnvoy.IstiodSettings(), ", "); !strings.Contains(s, "AMBIENT_ENABLE_MULTI_NETWORK_WAYPOINT=false") {
+		t.Errorf("IstiodSettings lacks the waypoint setting: %s", s)
+	}
+}
+
 func TestParseProxyKind(t *testing.T) {
 	for in, want := range map[string]ProxyKind{"": ProxyIstio, "istio-proxy": ProxyIstio, "upstream-envoy": ProxyUpstreamEnvoy} {
 		if got, err := ParseProxyKind(in); err != nil || got != want {
@@ -59,9 +75,10 @@ func TestRenderUpstreamEnvoySettings(t *testing.T) {
 				metrics, _, _ := unstructured.NestedSlice(mesh, "defaultProviders", "metrics")
 				hbone, _, _ := unstructured.NestedString(mesh, "defaultConfig", "proxyMetadata", "ISTIO_META_ENABLE_HBONE")
 				got := map[string]string{
-					"PILOT_ENABLE_ALPN_FILTER":             envOf(t, istiod, "PILOT_ENABLE_ALPN_FILTER"),
-					"PILOT_ENABLE_METADATA_EXCHANGE":       envOf(t, istiod, "PILOT_ENABLE_METADATA_EXCHANGE"),
-					"PILOT_ENABLE_SIDECAR_LISTENING_HBONE": envOf(t, istiod, "PILOT_ENABLE_SIDECAR_LISTENING_HBONE"),
+					"PILOT_ENABLE_ALPN_FILTER":              envOf(t, istiod, "PILOT_ENABLE_ALPN_FILTER"),
+					"PILOT_ENABLE_METADATA_EXCHANGE":        envOf(t, istiod, "PILOT_ENABLE_METADATA_EXCHANGE"),
+					"PILOT_ENABLE_SIDECAR_LISTENING_HBONE":  envOf(t, istiod, "PILOT_ENABLE_SIDECAR_LISTENING_HBONE"),
+					"AMBIENT_ENABLE_MULTI_NETWORK_WAYPOINT": envOf(t, istiod, "AMBIENT_ENABLE_MULTI_NETWORK_WAYPOINT"),
 				}
 				if kind == ProxyUpstreamEnvoy {
 					for name, v := range got {
@@ -79,7 +96,7 @@ func TestRenderUpstreamEnvoySettings(t *testing.T) {
 				}
 				// Istio's proxy: the user's ALPN value stands, metadata
 				// exchange is not touched, Prometheus is the metrics provider.
-				if got["PILOT_ENABLE_ALPN_FILTER"] != "true" || got["PILOT_ENABLE_METADATA_EXCHANGE"] != "" || got["PILOT_ENABLE_SIDECAR_LISTENING_HBONE"] != "" {
+				if got["PILOT_ENABLE_ALPN_FILTER"] != "true" || got["PILOT_ENABLE_METADATA_EXCHANGE"] != "" || got["PILOT_ENABLE_SIDECAR_LISTENING_HBONE"] != "" || got["AMBIENT_ENABLE_MULTI_NETWORK_WAYPOINT"] != "" {
 					t.Errorf("istio-proxy's istiod env: %v", got)
 				}
 				if len(metrics) != 1 || metrics[0] != "prometheus" {

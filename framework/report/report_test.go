@@ -368,3 +368,26 @@ func TestReportsNameTheSources(t *testing.T) {
 		}
 	}
 }
+
+// ambient-l7's measurements carry the waypoint's adaptations beside the
+// proxy; other modes' do not, and a proxy without adaptations (Istio's own)
+// reads the same in every mode.
+func TestProxySummaryForTheWaypoint(t *testing.T) {
+	pr := &ProxyRan{Kind: "upstream-envoy", Image: "localhost/istio/proxyv2:1.30.3-dev", Envoy: "1.38.3", IstiodSettings: []string{"AMBIENT_ENABLE_MULTI_NETWORK_WAYPOINT=false"},
+		Waypoint: []string{"EnvoyFilter removing the peer-metadata filters", "so the waypoint lacks Istio's metrics"}}
+	l7 := pr.SummaryFor(mode.AmbientL7)
+	if !strings.HasPrefix(l7, pr.Summary()) || !strings.HasSuffix(l7, "; waypoint: EnvoyFilter removing the peer-metadata filters, so the waypoint lacks Istio's metrics") {
+		t.Errorf("ambient-l7: %q", l7)
+	}
+	if got := pr.SummaryFor(mode.Sidecar); got != pr.Summary() {
+		t.Errorf("sidecar: %q", got)
+	}
+	istio := &ProxyRan{Kind: "istio-proxy", Image: "docker.io/istio/proxyv2:1.30.2", Envoy: "istio-proxy"}
+	if istio.SummaryFor(mode.AmbientL7) != istio.Summary() {
+		t.Errorf("istio-proxy's ambient-l7 summary differs: %q", istio.SummaryFor(mode.AmbientL7))
+	}
+	var none *ProxyRan
+	if none.SummaryFor(mode.AmbientL7) != "" {
+		t.Error("nil proxy has a summary")
+	}
+}

@@ -109,6 +109,10 @@ type ProxyRan struct {
 	// IstiodSettings are what istiod ran with for this proxy, beyond the
 	// profile's defaults.
 	IstiodSettings []string `json:"istiod_settings"`
+	// Waypoint is what ambient-l7's waypoint ran with beyond Istio's
+	// defaults for this proxy, and what it then lacks (upstream Envoy:
+	// istio.ProxyKind.WaypointAdaptations); empty for Istio's own proxy.
+	Waypoint []string `json:"waypoint,omitempty"`
 }
 
 // Summary is the one line the report sets beside every measurement through
@@ -128,6 +132,16 @@ func (p *ProxyRan) Summary() string {
 		s += ", Istio commit " + p.IstioCommit
 	}
 	return s + "; istiod: " + strings.Join(p.IstiodSettings, ", ")
+}
+
+// SummaryFor is Summary for a measurement of mode m: ambient-l7's waypoint
+// adaptations, where there are any, follow it.
+func (p *ProxyRan) SummaryFor(m mode.Mode) string {
+	s := p.Summary()
+	if p == nil || m != mode.AmbientL7 || len(p.Waypoint) == 0 {
+		return s
+	}
+	return s + "; waypoint: " + strings.Join(p.Waypoint, ", ")
 }
 
 // ThroughProxy reports whether mode m's measurements pass through the

@@ -61,7 +61,7 @@ func (s *Suite) noSidecarHBONE() string {
 // charts inject, its Envoy and pilot-agent, and istiod's settings for it.
 func proxyRan(pa *proxyArchive, hub, tag, istioVersion string) *report.ProxyRan {
 	kind := proxyKind(pa)
-	pr := &report.ProxyRan{Kind: string(kind), Image: hub + "/proxyv2:" + tag, IstiodSettings: kind.IstiodSettings()}
+	pr := &report.ProxyRan{Kind: string(kind), Image: hub + "/proxyv2:" + tag, IstiodSettings: kind.IstiodSettings(), Waypoint: kind.WaypointAdaptations()}
 	if pa == nil || kind == istio.ProxyIstio {
 		pr.Envoy = "istio-proxy of Istio " + istioVersion + " (Istio's proxyv2 image)"
 		if pa != nil {
@@ -74,4 +74,17 @@ func proxyRan(pa *proxyArchive, hub, tag, istioVersion string) *report.ProxyRan 
 	pr.Envoy = pa.info.EnvoyVersion
 	pr.EnvoySource = pa.info.EnvoySource
 	return pr
+}
+
+// notInstalled rewrites pr for a run that installs no istiod
+// (-istio-install=skip): istiod runs with whatever it was given, so its
+// settings, the waypoint's among them, are not this run's; the waypoint's
+// EnvoyFilters and the image's template still are.
+func notInstalled(pr *report.ProxyRan) {
+	pr.IstiodSettings = []string{"not set by this run (-istio-install=skip): the installed istiod's own"}
+	for i, w := range pr.Waypoint {
+		if strings.Contains(w, "AMBIENT_ENABLE_MULTI_NETWORK_WAYPOINT") {
+			pr.Waypoint[i] = "istiod's AMBIENT_ENABLE_MULTI_NETWORK_WAYPOINT not set by this run (-istio-install=skip): upstream Envoy refuses the waypoint's inner_connect_originate unless the installed istiod has it false"
+		}
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/meshclaims/meshclaims/framework/images"
 	"github.com/meshclaims/meshclaims/framework/istio"
 	"github.com/meshclaims/meshclaims/framework/istioimages"
+	"github.com/meshclaims/meshclaims/framework/mode"
 )
 
 // proxyArchiveDir writes a proxyv2 archive carrying labels, as
@@ -58,6 +59,18 @@ func TestEnvironmentSaysWhichProxyRan(t *testing.T) {
 		}
 	}
 
+	// ambient-l7's numbers carry the waypoint's adaptations and what it
+	// lacks; sidecar numbers do not.
+	l7 := pr.SummaryFor(mode.AmbientL7)
+	for _, want := range []string{"AMBIENT_ENABLE_MULTI_NETWORK_WAYPOINT=false", "waypoint: ", "metadata_discovery", "waypoint_downstream_peer_metadata", "envoy.hashable_string", "istio_requests_total", "peer workload metadata"} {
+		if !strings.Contains(l7, want) {
+			t.Errorf("ambient-l7 proxy summary lacks %q:\n%s", want, l7)
+		}
+	}
+	if side := pr.SummaryFor(mode.Sidecar); strings.Contains(side, "waypoint: ") {
+		t.Errorf("the sidecar summary states the waypoint's adaptations:\n%s", side)
+	}
+
 	// A run without the archive (kind, EKS) and one whose proxyv2 carries
 	// no proxy label (Istio's own image, saved) keep Istio's proxy and
 	// istiod's defaults.
@@ -71,7 +84,7 @@ func TestEnvironmentSaysWhichProxyRan(t *testing.T) {
 		}
 		pr := proxyRan(pa, "docker.io/istio", "1.30.2", "1.30.2")
 		if pr.Kind != "istio-proxy" || pr.Image != "docker.io/istio/proxyv2:1.30.2" || !strings.Contains(pr.Envoy, "istio-proxy of Istio 1.30.2") ||
-			pr.EnvoySource != "" || strings.Contains(pr.Summary(), "=false") {
+			pr.EnvoySource != "" || strings.Contains(pr.Summary(), "=false") || len(pr.Waypoint) != 0 || pr.SummaryFor(mode.AmbientL7) != pr.Summary() {
 			t.Errorf("%s: %+v", name, pr)
 		}
 	}
@@ -84,5 +97,21 @@ func TestEnvironmentSaysWhichProxyRan(t *testing.T) {
 	}
 	if l := bad.Provider().(*loadRecorder).loaded; len(l) != 0 {
 		t.Errorf("loaded %v despite the refusal", l)
+	}
+}
+
+// With -istio-install=skip nothing of istiod's is this run's: the report
+// says so of its settings and of the waypoint's istiod setting, and keeps
+// the EnvoyFilters and the template, which are.
+func TestNotInstalledProxy(t *testing.T) {
+	pr := proxyRan(&proxyArchive{info: istioimages.ProxyImageInfo{Kind: istio.ProxyUpstreamEnvoy}}, "localhost/istio", "1.30.3-dev", "1.30.3-dev")
+	before := len(pr.Waypoint)
+	notInstalled(pr)
+	all := strings.Join(pr.IstiodSettings, " ") + " " + strings.Join(pr.Waypoint, " ")
+	if !strings.Contains(all, "not set by this run (-istio-install=skip)") || strings.Contains(all, "AMBIENT_ENABLE_MULTI_NETWORK_WAYPOINT=false") {
+		t.Errorf("skip: %v", all)
+	}
+	if len(pr.Waypoint) != before || !strings.Contains(all, "EnvoyFilter removing") || !strings.Contains(all, "metadata_discovery") {
+		t.Errorf("skip dropped the run's own adaptations: %v", pr.Waypoint)
 	}
 }

@@ -261,6 +261,11 @@ func (s *Suite) up(ctx context.Context) error {
 	if err := s.loadArchives(ctx); err != nil {
 		return err
 	}
+	// The proxyv2 just read from the archives decides whether ambient-l7's
+	// waypoint needs upstream Envoy's EnvoyFilters (fixtures.ForMode puts
+	// them before its Gateway); Istio's release images get none.
+	mesh.Options.UpstreamEnvoyWaypoint = proxyKind(s.proxy) == istio.ProxyUpstreamEnvoy
+	opts = mesh.Options
 
 	// 3. Istio, in the one profile that serves every selected mode.
 	if p, ok, err := istio.ProfileForModes(cfg.Modes); err != nil {
@@ -324,7 +329,7 @@ func (s *Suite) up(ctx context.Context) error {
 	if err := s.Results.SaveEnvironment(env); err != nil {
 		return err
 	}
-	s.Env = &spec.Env{Config: cfg, Registry: reg, Results: s.Results, Cluster: mesh, Where: where, Proxy: env.Proxy.Summary(), NoSidecarHBONE: s.noSidecarHBONE()}
+	s.Env = &spec.Env{Config: cfg, Registry: reg, Results: s.Results, Cluster: mesh, Where: where, Proxy: env.Proxy.Summary(), WaypointProxy: env.Proxy.SummaryFor(mode.AmbientL7), NoSidecarHBONE: s.noSidecarHBONE()}
 	return nil
 }
 
@@ -417,7 +422,7 @@ func (s *Suite) installIstio(ctx context.Context, p istio.Profile, only []istio.
 	s.envInfo.Proxy = proxyRan(s.proxy, s.istioHub(), s.istioTag(), s.Cfg.IstioVersion)
 	if istio.Method(s.Cfg.IstioInstall) == istio.MethodSkip {
 		// Nothing is installed: istiod runs with whatever it was given.
-		s.envInfo.Proxy.IstiodSettings = []string{"not set by this run (-istio-install=skip): the installed istiod's own"}
+		notInstalled(s.envInfo.Proxy)
 	}
 	proxySummary := s.envInfo.Proxy.Summary()
 	s.mu.Unlock()

@@ -34,6 +34,10 @@ type Env struct {
 	// Proxy says which proxy and istiod settings a measurement through the
 	// proxyv2 image ran with (report.ProxyRan.Summary); empty without Istio.
 	Proxy string
+	// WaypointProxy is Proxy for ambient-l7 measurements: with the
+	// waypoint's adaptations and what it lacks where the proxy is upstream
+	// Envoy (report.ProxyRan.SummaryFor); empty means Proxy.
+	WaypointProxy string
 	// NoSidecarHBONE says why this run's sidecars accept no HBONE, where
 	// they do not (upstream Envoy: istio.UpstreamEnvoyIstiodValues); empty
 	// under Istio's defaults, where the ambient profile's sidecars do.
@@ -45,6 +49,9 @@ type Env struct {
 func (e *Env) WhereFor(m mode.Mode) string {
 	if e.Proxy == "" || !report.ThroughProxy(m) {
 		return e.Where
+	}
+	if m == mode.AmbientL7 && e.WaypointProxy != "" {
+		return e.Where + "; " + e.WaypointProxy
 	}
 	return e.Where + "; " + e.Proxy
 }

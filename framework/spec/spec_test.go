@@ -162,6 +162,15 @@ func TestWhereForStatesTheProxy(t *testing.T) {
 	if got := (&Env{Where: "x"}).WhereFor(mode.Sidecar); got != "x" {
 		t.Errorf("no proxy: %q", got)
 	}
+	// ambient-l7's records name the waypoint's adaptations where there are
+	// some; sidecar records never do.
+	e.WaypointProxy = e.Proxy + "; waypoint: EnvoyFilter removing the peer-metadata filters"
+	if got := e.WhereFor(mode.AmbientL7); !strings.HasSuffix(got, "; waypoint: EnvoyFilter removing the peer-metadata filters") {
+		t.Errorf("ambient-l7: %q", got)
+	}
+	if got := e.WhereFor(mode.Sidecar); strings.Contains(got, "waypoint") {
+		t.Errorf("sidecar with a waypoint proxy set: %q", got)
+	}
 }
 
 // A measurement made outside the cluster says where it ran instead of the

@@ -265,6 +265,39 @@ func TestKindWithoutEngineFailsFastWithReport(t *testing.T) {
 	}
 }
 
+// ambient-l7 on the local provider without a ztunnel image fails in the
+// set-up before the provider starts, as ambient-l4 does: the waypoint alone
+// (which make e2e-local runs, framework/istiod's TestWaypointOnLocalCluster)
+// is not ambient-l7, and the suite's ambient-l7 needs ztunnel in front of
+// it. The run's PATH is empty, so even a regression of the check could not
+// start a cluster here (the local provider's host check finds no programs).
+func TestAmbientL7OnLocalWithoutZtunnelFailsBeforeTheCluster(t *testing.T) {
+	bin := e2eBinary(t)
+	for _, m := range []string{"ambient-l7", "ambient-l4"} {
+		t.Run(m, func(t *testing.T) {
+			results := t.TempDir()
+			cmd := exec.Command(bin, "-mode="+m, "-provider=local", "-results="+results, "-run-id=noztunnel")
+			cmd.Env = onlyOnPath(t.TempDir())
+			out, err := cmd.CombinedOutput()
+			if err == nil {
+				t.Fatalf("-mode=%s -provider=local without a ztunnel image passed:\n%s", m, out)
+			}
+			for _, want := range []string{"-mode=" + m + " on -provider=local needs a ztunnel image", "/ztunnel:", "-image-archives", "A BeforeSuite node failed"} {
+				if !strings.Contains(string(out), want) {
+					t.Errorf("output lacks %q:\n%s", want, out)
+				}
+			}
+			if strings.Contains(string(out), "cluster: starting provider") {
+				t.Errorf("the provider started:\n%s", out)
+			}
+			md, err := os.ReadFile(filepath.Join(results, "noztunnel", "report.md"))
+			if err != nil || !strings.Contains(string(md), "needs a ztunnel image") {
+				t.Errorf("report.md does not state why (%v):\n%s", err, md)
+			}
+		})
+	}
+}
+
 // onlyOnPath is this process's environment with PATH set to dir alone and
 // the variables that choose or redirect a container engine removed.
 func onlyOnPath(dir string) []string {
