@@ -27,13 +27,13 @@ import (
 
 // Access is one "connection complete" line.
 type Access struct {
-	End       time.Time // when ztunnel logged it (the connection's end)
-	Duration  time.Duration
-	Level     string // info, or error/warn for a failed connection
-	Direction string // inbound or outbound
-	Src       string // src.addr, IP:port
-	Dst       string // dst.addr, IP:port (15008 for HBONE)
-	HBONE     string // dst.hbone_addr, the app address inside the tunnel; "" for plain TCP
+	End                                                  time.Time // when ztunnel logged it (the connection's end)
+	Duration                                             time.Duration
+	Level                                                string // info, or error/warn for a failed connection
+	Direction                                            string // inbound or outbound
+	Src                                                  string // src.addr, IP:port
+	Dst                                                  string // dst.addr, IP:port (15008 for HBONE)
+	HBONE                                                string // dst.hbone_addr, the app address inside the tunnel; "" for plain TCP
 	SrcWorkload, SrcNamespace, DstWorkload, DstNamespace string
 	Error                                                string
 	Line                                                 string // the line as logged
