@@ -155,11 +155,16 @@ type ProbeTunnels struct {
 // closes, so a missing line is waited for (tunnelLogSettle); one that was
 // blocked leaves no inbound line at all.
 func TunnelsCarrying(ctx context.Context, r *spec.Run, c FreshPod, since, fresh time.Time) (ProbeTunnels, error) {
-	m, err := ClusterOf(r)
+	sources, err := tunnelSources(ctx, r, c)
 	if err != nil {
 		return ProbeTunnels{}, err
 	}
-	sources, err := tunnelSources(ctx, r, c)
+	return TunnelsFrom(ctx, r, sources, since, fresh)
+}
+
+// TunnelsFrom is TunnelsCarrying for the tunnels from the given source IPs.
+func TunnelsFrom(ctx context.Context, r *spec.Run, sources []string, since, fresh time.Time) (ProbeTunnels, error) {
+	m, err := ClusterOf(r)
 	if err != nil {
 		return ProbeTunnels{}, err
 	}
