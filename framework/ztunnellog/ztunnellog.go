@@ -5,7 +5,10 @@
 // "access", message "connection complete"; src/proxy/metrics.rs), in its
 // own tab-separated format (src/telemetry.rs):
 //
-//	TIME<TAB>LEVEL<TAB>access<TAB>connection complete src.addr=IP:PORT ... dst.addr=IP:15008 dst.hbone_addr=IP:8080 ... direction="inbound" ... duration="3ms"
+//	TIME<TAB>LEVEL<TAB>access<TAB>connection complete<TAB>src.addr=IP:PORT ... dst.addr=IP:15008 dst.hbone_addr=IP:8080 ... direction="inbound" ... duration="3ms"
+//
+// and the kubelet's log API, asked for timestamps, puts its own RFC 3339
+// time and a space before each line (testdata/ holds lines of a real run).
 //
 // On the destination's ztunnel (direction="inbound") src.addr is the peer of
 // the HBONE connection: the client pod's IP and the tunnel's own source port.
@@ -53,7 +56,7 @@ func Parse(log string) ([]Access, error) {
 	var out []Access
 	for _, l := range strings.Split(log, "\n") {
 		l = strings.TrimRight(l, "\r")
-		parts := strings.SplitN(l, "\t", 4)
+		parts := strings.SplitN(withoutKubeletTime(l), "\t", 4)
 		if len(parts) < 4 || parts[2] != "access" || !strings.HasPrefix(parts[3], "connection complete") {
 			continue
 		}
@@ -65,6 +68,20 @@ func Parse(log string) ([]Access, error) {
 		out = append(out, a)
 	}
 	return out, nil
+}
+
+// withoutKubeletTime drops the time the kubelet's log API adds before a
+// line ("2026-12-02T08:16:23.867080234Z "), when there is one.
+func withoutKubeletTime(l string) string {
+	sp := strings.IndexByte(l, ' ')
+	tab := strings.IndexByte(l, '\t')
+	if sp < 0 || (tab >= 0 && tab < sp) {
+		return l
+	}
+	if _, err := time.Parse(time.RFC3339Nano, l[:sp]); err != nil {
+		return l
+	}
+	return l[sp+1:]
 }
 
 func parseLine(parts []string) (Access, error) {
@@ -90,13 +107,14 @@ func parseLine(parts []string) (Access, error) {
 	return a, nil
 }
 
-// fieldsOf reads tracing's space-separated key=value fields; a value is
+// fieldsOf reads tracing's key=value fields (separated by spaces, the
+// first by a tab from the message); a value is
 // either bare (no spaces) or a Rust debug string in double quotes with
 // backslash escapes.
 func fieldsOf(s string) map[string]string {
 	out := map[string]string{}
 	for i := 0; i < len(s); {
-		for i < len(s) && s[i] == ' ' {
+		for i < len(s) && (s[i] == ' ' || s[i] == '\t') {
 			i++
 		}
 		eq := strings.IndexByte(s[i:], '=')
@@ -117,7 +135,7 @@ func fieldsOf(s string) map[string]string {
 			}
 			i++ // closing quote
 		} else {
-			j := strings.IndexByte(s[i:], ' ')
+			j := strings.IndexAny(s[i:], " \t")
 			if j < 0 {
 				j = len(s) - i
 			}
