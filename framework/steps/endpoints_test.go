@@ -57,7 +57,15 @@ func (s *switchable) point(_ context.Context, v string) error {
 	s.mu.Unlock()
 	set := func(v string) { s.mu.Lock(); s.version = v; s.mu.Unlock() }
 	if gap && d > 5*time.Millisecond {
-		time.AfterFunc(d-5*time.Millisecond, func() { set("") })
+		// The gap's end is scheduled from its start: two AfterFuncs both
+		// overdue on a loaded host run in goroutines of their own, in any
+		// order, and "" landing after v would leave the Service answering
+		// 503 for ever (a fixture race, not the trial's).
+		time.AfterFunc(d-5*time.Millisecond, func() {
+			set("")
+			time.AfterFunc(5*time.Millisecond, func() { set(v) })
+		})
+		return nil
 	}
 	time.AfterFunc(d, func() { set(v) })
 	return nil

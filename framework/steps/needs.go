@@ -150,6 +150,9 @@ func netpolPreflight(ctx context.Context, r *spec.Run) error {
 // applies a NetworkPolicy for the spec, lets the CNI program it, and probes
 // again. Removing the policy waits until echo is Ready and answering (Apply).
 func UnderNetPol(ctx context.Context, r *spec.Run, policy *networkingv1.NetworkPolicy, url string) (verdict.Measurement, error) {
+	if r.Mode.Ambient() {
+		return underNetPolAmbient(ctx, r, policy, url)
+	}
 	if err := PositiveControl(ctx, r, InMesh(r), url); err != nil {
 		return verdict.Measurement{}, err
 	}

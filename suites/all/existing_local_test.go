@@ -38,7 +38,8 @@ import (
 // and _RUN_ID name the results, _SCALE the duration scale, default 0.05).
 // MESHCLAIMS_EXISTING_MODES chooses the modes (default none); a meshed mode
 // also needs make istio-images (MESHCLAIMS_ISTIO_IMAGES, MESHCLAIMS_ISTIO_CHARTS),
-// whose archives are pushed to the registry.
+// whose archives are pushed to the registry. Then the drift guard on the same
+// path (checkDriftGuardOnRealPath; MESHCLAIMS_EXISTING_DRIFT=0 skips it).
 func TestExistingProviderOnLocalCluster(t *testing.T) {
 	setuptest.RequireLocal(t, "-provider=existing on a local cluster with a private registry")
 	bin := e2eBinary(t)
@@ -152,6 +153,9 @@ func TestExistingProviderOnLocalCluster(t *testing.T) {
 	}
 	if got := inventory.Keys(inventory.Compare(before, again).Added); !containsKey(got, "v1/configmaps team-payments/left-on-purpose") {
 		t.Errorf("detector blind: an object left on purpose is not reported; added = %v", got)
+	}
+	if os.Getenv("MESHCLAIMS_EXISTING_DRIFT") != "0" {
+		checkDriftGuardOnRealPath(t, bin, k, reg, results)
 	}
 }
 

@@ -1,0 +1,54 @@
+package steps
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/meshclaims/meshclaims/fixtures"
+	"github.com/meshclaims/meshclaims/framework/probe"
+	"github.com/meshclaims/meshclaims/framework/spec"
+)
+
+// FreshPod is a client deployed for one probe: no connection of its own
+// existed before it became ready.
+type FreshPod struct {
+	Client probe.Client
+	Pod    string
+	IP     string
+	Ready  time.Time // when the suite saw it Available
+}
+
+var freshSeq atomic.Int64
+
+// FreshClient deploys a new fortio client (service account default, like
+// the mode's own client) in r's namespace for one probe, and waits until it
+// is Available; Apply deletes it when the spec ends. In ambient modes
+// ztunnel keys its pool of HBONE tunnels by the source pod's IP among
+// others, so a pod that did not exist before a policy can only reach echo
+// over a tunnel opened after it (issue 26: a pooled tunnel from before the
+// policy keeps carrying new requests past a NetworkPolicy). The wait is for
+// the client's own readiness, never for the outcome it will measure.
+func FreshClient(ctx context.Context, r *spec.Run, purpose string) (FreshPod, error) {
+	m, err := ClusterOf(r)
+	if err != nil {
+		return FreshPod{}, err
+	}
+	name := fmt.Sprintf("%s-%s-%d", fixtures.ClientName, purpose, freshSeq.Add(1))
+	d := fixtures.FortioClient(Target(r), m.Options.Images, name, "")
+	if err := Apply(ctx, r, d); err != nil {
+		return FreshPod{}, err
+	}
+	if err := m.Kube.WaitCreatedAvailable(ctx, r.Namespace(), r.Env.Config.Timeouts.WorkloadsReady, name); err != nil {
+		return FreshPod{}, fmt.Errorf("fresh client %s: %w", name, err)
+	}
+	c := probe.Client{Namespace: r.Namespace(), Selector: fixtures.LabelApp + "=" + name, Port: fixtures.ClientHTTPPort}
+	pod, err := m.Kube.OneReadyPod(ctx, c.Namespace, c.Selector)
+	if err != nil {
+		return FreshPod{}, fmt.Errorf("fresh client %s: %w", name, err)
+	}
+	f := FreshPod{Client: c, Pod: pod.Name, IP: pod.Status.PodIP, Ready: time.Now()}
+	r.Logf("fresh client %s/%s (IP %s) ready at %s", c.Namespace, f.Pod, f.IP, f.Ready.UTC().Format(time.RFC3339Nano))
+	return f, nil
+}

@@ -1,0 +1,44 @@
+package steps
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/meshclaims/meshclaims/framework/verdict"
+	"github.com/meshclaims/meshclaims/framework/ztunnellog"
+)
+
+func tunnelAt(src string, first time.Time) ztunnellog.Tunnel {
+	return ztunnellog.Tunnel{Src: src, Dst: "198.18.0.26:15008", FirstStart: first, LastEnd: first.Add(time.Second), Streams: 1}
+}
+
+func TestJudgeTunnels(t *testing.T) {
+	fresh := time.Date(2026, 12, 2, 3, 25, 25, 0, time.UTC)
+	old := tunnelAt("198.18.0.32:48438", fresh.Add(-11*time.Second))
+	nu := tunnelAt("198.18.0.40:51000", fresh.Add(3*time.Second))
+	ok200 := verdict.Measurement{Outcome: "http-200", Detail: "200 OK"}
+	blocked := verdict.Measurement{Outcome: "blocked", Detail: "refused"}
+	pt := func(used []ztunnellog.Tunnel, stale ...ztunnellog.Tunnel) ProbeTunnels {
+		return ProbeTunnels{Sources: []string{"198.18.0.40"}, Carried: ztunnellog.Carried{Used: used, Stale: stale}, Fresh: fresh, Pods: []string{"ztunnel-a"}}
+	}
+	// Negative control: the case, a 200 over a pooled tunnel from
+	// before the policy, must not be judged.
+	if _, err := JudgeTunnels(ok200, pt([]ztunnellog.Tunnel{old}, old), "measurement"); err == nil || !strings.Contains(err.Error(), "198.18.0.32:48438") {
+		t.Fatalf("a 200 over a pre-policy tunnel was judged (err %v)", err)
+	}
+	// A 200 with no tunnel logged shows nothing.
+	if _, err := JudgeTunnels(ok200, pt(nil), "measurement"); err == nil {
+		t.Fatal("a 200 without any logged tunnel was judged")
+	}
+	// A 200 over a new tunnel is judged, with the tunnel as evidence.
+	got, err := JudgeTunnels(ok200, pt([]ztunnellog.Tunnel{nu}), "measurement")
+	if err != nil || got.Outcome != "http-200" || !strings.Contains(got.Detail, "198.18.0.40:51000") {
+		t.Fatalf("new-tunnel 200: %+v, %v", got, err)
+	}
+	// A block with no tunnel reaching echo is the policy's.
+	got, err = JudgeTunnels(blocked, pt(nil), "measurement")
+	if err != nil || got.Outcome != "blocked" || !strings.Contains(got.Detail, "no tunnel from 198.18.0.40") {
+		t.Fatalf("blocked: %+v, %v", got, err)
+	}
+}
