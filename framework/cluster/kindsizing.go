@@ -15,7 +15,7 @@ import (
 // container on the host and reports the host's cores as its allocatable
 // CPU, so every node shares them. Measured on 2026-12-02 (sidecar mode,
 // two workers of 2 allocatable cores each, GUIDE's 50m per workload
-// container and the chart's 100m per sidecar and 500m for istiod): the
+// container and the chart's 100m per sidecar): the
 // workers' requests reached 1.9 and 2.0 cores and the outlier spec's
 // Deployment stayed Pending, 5 min, so the spec failed. Twice that (8
 // cores) leaves room for the ambient modes' per-node ztunnel and CNI.
@@ -42,7 +42,7 @@ func kindWorkloadSizing(nodes []corev1.Node) (request, why string) {
 	if total.Cmp(kindSmallClusterCPU) >= 0 {
 		return "", ""
 	}
-	return LocalCPURequest, fmt.Sprintf("kind's %d schedulable nodes share this host's cores and report %s allocatable CPU in all (below %s, where one meshed mode's pods at GUIDE's requests do not fit): workload CPU requests %s instead of GUIDE's 50m (limits GUIDE's 300m), sidecar CPU requests %s instead of the chart's 100m, istiod 100m instead of 500m",
+	return LocalCPURequest, fmt.Sprintf("kind's %d schedulable nodes share this host's cores and report %s allocatable CPU in all (below %s, where one meshed mode's pods at GUIDE's requests do not fit): workload CPU requests %s instead of GUIDE's 50m (limits GUIDE's 300m), sidecar CPU requests %s instead of the chart's 100m, istio-cni and ztunnel 50m per node",
 		schedulable, total.String(), kindSmallClusterCPU.String(), LocalCPURequest, LocalCPURequest)
 }
 
@@ -79,9 +79,10 @@ func (k *Kind) readSizing(ctx context.Context) error {
 func (k *Kind) WorkloadCPURequest() (string, string) { return k.cpuRequest, k.sizingWhy }
 
 // IstioValues implements IstioValuer: on a cluster too small for the
-// charts' requests, istiod and the injected sidecars request what they do
-// on the local node (requests only; the limits stay the chart's), and
-// istio-cni and ztunnel 50m per node instead of 100m and 200m. Nothing
+// charts' requests, the injected sidecars request what they do on the
+// local node (requests only; the limits stay the chart's), and istio-cni
+// and ztunnel 50m per node instead of 100m and 200m. istiod's own 100m is
+// already the default -istio-values (testdata/istio/values.yaml). Nothing
 // else: the CNI directories and istio-cni's iptables mode stay Istio's
 // defaults on kind. nil on a cluster with room.
 func (k *Kind) IstioValues() map[string]map[string]any {
@@ -90,8 +91,7 @@ func (k *Kind) IstioValues() map[string]map[string]any {
 	}
 	return map[string]map[string]any{
 		"istiod": {
-			"resources": map[string]any{"requests": map[string]any{"cpu": "100m", "memory": "256Mi"}},
-			"global":    map[string]any{"proxy": map[string]any{"resources": map[string]any{"requests": map[string]any{"cpu": k.cpuRequest, "memory": "128Mi"}}}},
+			"global": map[string]any{"proxy": map[string]any{"resources": map[string]any{"requests": map[string]any{"cpu": k.cpuRequest, "memory": "128Mi"}}}},
 		},
 		"cni":     {"resources": map[string]any{"requests": map[string]any{"cpu": "50m", "memory": "64Mi"}}},
 		"ztunnel": {"resources": map[string]any{"requests": map[string]any{"cpu": "50m", "memory": "64Mi"}}},
