@@ -48,6 +48,9 @@ type Kind struct {
 	// hostBefore is what the engine's network and Podman's cgroups were
 	// before Create, so Delete removes only what the creation added.
 	hostBefore engineLeftovers
+	// cpuRequest and sizingWhy: the workloads' and sidecars' CPU request
+	// on a cluster too small for GUIDE's ("" otherwise), read by Start.
+	cpuRequest, sizingWhy string
 }
 
 // NewKind returns the kind provider; Start does the work.
@@ -134,6 +137,9 @@ func (k *Kind) Start(ctx context.Context) error {
 		return fmt.Errorf("-provider=kind: %w", err)
 	}
 	k.pinned = cfg
+	if err := k.readSizing(ctx); err != nil {
+		return err
+	}
 	// Read the image back from the nodes rather than trusting the request:
 	// a reused cluster runs whatever it was created with. Where the engine
 	// cannot say (an inspect format it does not share with Docker and

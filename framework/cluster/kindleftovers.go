@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+	kindcluster "sigs.k8s.io/kind/pkg/cluster"
 	kindexec "sigs.k8s.io/kind/pkg/exec"
 )
 
@@ -245,4 +246,47 @@ func splitRule(rule string) ([]string, error) {
 		args = append(args, cur.String())
 	}
 	return args, nil
+}
+
+// KindHostGuard is what a test that runs the suite in another process
+// (go test ./e2e -provider=kind) needs to clean up after that process when
+// it did not: the engine's state before the run, so that DeleteCluster
+// removes the named cluster and only what its creation added.
+type KindHostGuard struct {
+	cli    string
+	before engineLeftovers
+}
+
+// GuardKindHost reads the engine's network, netavark chains, /run/netns
+// mount and Podman's cgroups now, before the run creates a cluster.
+func GuardKindHost(ctx context.Context, cli string) KindHostGuard {
+	return KindHostGuard{cli: cli, before: readEngineLeftovers(ctx, cli)}
+}
+
+// DeleteCluster deletes the kind cluster name if it exists (through kind's
+// API, as the provider does) and removes what its creation added to the
+// host; a no-op when the run left nothing.
+func (g KindHostGuard) DeleteCluster(ctx context.Context, name string) error {
+	var engine *ContainerEngine
+	for _, e := range containerEngines {
+		if e.CLI == g.cli {
+			engine = &e
+		}
+	}
+	if engine == nil {
+		return fmt.Errorf("kind host guard: engine %q is not one of kind's (docker, nerdctl, podman)", g.cli)
+	}
+	p := kindcluster.NewProvider(engine.Option())
+	names, err := p.List()
+	if err != nil {
+		return fmt.Errorf("kind host guard: listing clusters: %w", err)
+	}
+	for _, n := range names {
+		if n == name {
+			if err := p.Delete(name, ""); err != nil {
+				return fmt.Errorf("kind host guard: deleting cluster %q: %w", name, err)
+			}
+		}
+	}
+	return removeEngineLeftovers(ctx, g.cli, g.before)
 }

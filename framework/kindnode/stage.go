@@ -101,9 +101,7 @@ func Stage(ctx context.Context, dir string, o StageOptions) error {
 					}
 				}
 			}
-			// The entrypoint regenerates it at boot; an empty file is what
-			// systemd expects in an image.
-			return os.WriteFile(r("etc/machine-id"), nil, 0o444)
+			return emptyMachineID(dir)
 		}},
 		// COPY --chmod=0755 files/usr/local/bin/* /usr/local/bin/, and so on.
 		{"copy kind's base files", func() error {
@@ -303,4 +301,26 @@ func appendFile(p, s string) error {
 		return err
 	}
 	return f.Close()
+}
+
+// emptyMachineID leaves the tree without a machine ID of its own. The
+// entrypoint regenerates /etc/machine-id at boot; an empty file is what
+// systemd expects in an image. Debian's dbus postinst writes a random
+// /var/lib/dbus/machine-id during debootstrap (no /etc/machine-id yet),
+// which made two fresh builds differ in that file alone, and gave every
+// node of every cluster the same D-Bus machine ID: it becomes the link to
+// /etc/machine-id that dbus installs on a systemd system.
+func emptyMachineID(root string) error {
+	if err := os.WriteFile(filepath.Join(root, "etc", "machine-id"), nil, 0o444); err != nil {
+		return err
+	}
+	dbus := filepath.Join(root, "var", "lib", "dbus")
+	if _, err := os.Stat(dbus); err != nil {
+		return nil // no dbus in the tree
+	}
+	id := filepath.Join(dbus, "machine-id")
+	if err := os.Remove(id); err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	return os.Symlink("/etc/machine-id", id)
 }

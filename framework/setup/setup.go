@@ -247,10 +247,12 @@ func (s *Suite) up(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// A sizer returns "" where the nodes hold GUIDE's requests.
 	if sz, ok := provider.(cluster.WorkloadSizer); ok {
-		q, why := sz.WorkloadCPURequest()
-		img.CPURequest = q
-		s.note(why)
+		if q, why := sz.WorkloadCPURequest(); q != "" {
+			img.CPURequest = q
+			s.note(why)
+		}
 	}
 	opts := fixtures.Options{Run: cfg.RunID, Images: img}
 	mesh := &spec.Cluster{Kube: k, Applier: applier, Options: opts}

@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"context"
 	"os/exec"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -116,12 +117,46 @@ func (p *Process) WaitForOutput(t testing.TB, want string, timeout time.Duration
 	}
 }
 
+// WaitForMatch is WaitForOutput for a pattern.
+func (p *Process) WaitForMatch(t testing.TB, re *regexp.Regexp, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !re.MatchString(p.out.String()) {
+		select {
+		case err := <-p.exited:
+			t.Fatalf("the run ended before it was interrupted: %v", err)
+		case <-time.After(200 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the run did not write %q within %v", re, timeout)
+		}
+	}
+}
+
 // Interrupt sends the process a SIGINT, as Ctrl-C in a terminal does, and
 // returns what cmd.Wait returned once it exited; the test fails if it does
 // not exit within timeout.
 func (p *Process) Interrupt(t testing.TB, timeout time.Duration) error {
 	t.Helper()
 	if err := p.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-p.exited:
+		return err
+	case <-time.After(timeout):
+		t.Fatalf("the interrupted run did not exit (its clean-up did not finish) within %v", timeout)
+		return nil
+	}
+}
+
+// InterruptGroup is Interrupt for a process started in a process group of
+// its own (cmd.SysProcAttr.Setpgid): the SIGINT goes to the whole group,
+// as a terminal's Ctrl-C does, so `go test` and the test binary it runs
+// both get it.
+func (p *Process) InterruptGroup(t testing.TB, timeout time.Duration) error {
+	t.Helper()
+	if err := syscall.Kill(-p.cmd.Process.Pid, syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
 	select {

@@ -1,0 +1,99 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// kindSmallClusterCPU is the schedulable CPU below which a kind cluster
+// cannot hold one meshed mode's pods at GUIDE's requests. A kind node is a
+// container on the host and reports the host's cores as its allocatable
+// CPU, so every node shares them. Measured on 2026-12-02 (sidecar mode,
+// two workers of 2 allocatable cores each, GUIDE's 50m per workload
+// container and the chart's 100m per sidecar): the
+// workers' requests reached 1.9 and 2.0 cores and the outlier spec's
+// Deployment stayed Pending, 5 min, so the spec failed. Twice that (8
+// cores) leaves room for the ambient modes' per-node ztunnel and CNI.
+var kindSmallClusterCPU = resource.MustParse("8")
+
+// kindWorkloadSizing decides, from the cluster's nodes, whether the
+// workloads and Istio request less CPU than GUIDE and the charts
+// (LocalCPURequest), and says why. It returns "" when the schedulable
+// nodes (no NoSchedule or NoExecute taint) have kindSmallClusterCPU or
+// more between them: a kind cluster on an ordinary workstation keeps
+// GUIDE's requests.
+func kindWorkloadSizing(nodes []corev1.Node) (request, why string) {
+	total := resource.Quantity{}
+	schedulable := 0
+	for _, n := range nodes {
+		if unschedulable(n) {
+			continue
+		}
+		schedulable++
+		if c, ok := n.Status.Allocatable[corev1.ResourceCPU]; ok {
+			total.Add(c)
+		}
+	}
+	if total.Cmp(kindSmallClusterCPU) >= 0 {
+		return "", ""
+	}
+	return LocalCPURequest, fmt.Sprintf("kind's %d schedulable nodes share this host's cores and report %s allocatable CPU in all (below %s, where one meshed mode's pods at GUIDE's requests do not fit): workload CPU requests %s instead of GUIDE's 50m (limits GUIDE's 300m), sidecar CPU requests %s instead of the chart's 100m, istio-cni and ztunnel 50m per node",
+		schedulable, total.String(), kindSmallClusterCPU.String(), LocalCPURequest, LocalCPURequest)
+}
+
+func unschedulable(n corev1.Node) bool {
+	if n.Spec.Unschedulable {
+		return true
+	}
+	for _, t := range n.Spec.Taints {
+		if t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute {
+			return true
+		}
+	}
+	return false
+}
+
+// readSizing reads the nodes once Start has the cluster and decides the
+// sizing (kindWorkloadSizing).
+func (k *Kind) readSizing(ctx context.Context) error {
+	cs, err := kubernetes.NewForConfig(k.RESTConfig())
+	if err != nil {
+		return err
+	}
+	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("-provider=kind: reading the nodes' allocatable CPU: %w", err)
+	}
+	k.cpuRequest, k.sizingWhy = kindWorkloadSizing(nodes.Items)
+	return nil
+}
+
+// WorkloadCPURequest implements WorkloadSizer: LocalCPURequest on a
+// cluster too small for GUIDE's requests (kindWorkloadSizing), "" (GUIDE's)
+// otherwise and before Start.
+func (k *Kind) WorkloadCPURequest() (string, string) { return k.cpuRequest, k.sizingWhy }
+
+// IstioValues implements IstioValuer: on a cluster too small for the
+// charts' requests, the injected sidecars request what they do on the
+// local node (requests only; the limits stay the chart's), and istio-cni
+// and ztunnel 50m per node instead of 100m and 200m. istiod's own 100m is
+// already the default -istio-values (testdata/istio/values.yaml). Nothing
+// else: the CNI directories and istio-cni's iptables mode stay Istio's
+// defaults on kind. nil on a cluster with room.
+func (k *Kind) IstioValues() map[string]map[string]any {
+	if k.cpuRequest == "" {
+		return nil
+	}
+	return map[string]map[string]any{
+		"istiod": {
+			"global": map[string]any{"proxy": map[string]any{"resources": map[string]any{"requests": map[string]any{"cpu": k.cpuRequest, "memory": "128Mi"}}}},
+		},
+		"cni":     {"resources": map[string]any{"requests": map[string]any{"cpu": "50m", "memory": "64Mi"}}},
+		"ztunnel": {"resources": map[string]any{"requests": map[string]any{"cpu": "50m", "memory": "64Mi"}}},
+	}
+}
