@@ -226,17 +226,17 @@ func JudgeTunnels(got verdict.Measurement, pt ProbeTunnels, what string) (verdic
 	}
 	if got.Outcome == probe.Blocked || got.Outcome == probe.NoHTTPResponse {
 		if len(pt.Used) > 0 {
-			got.Detail += fmt.Sprintf("; yet %d tunnel(s) from %s reached echo's ztunnel: %s", len(pt.Used), strings.Join(pt.Sources, ","), tunnelsText(pt.Used))
+			got.Detail = joinDetail(got.Detail, fmt.Sprintf("yet %d tunnel(s) from %s reached echo's ztunnel: %s", len(pt.Used), strings.Join(pt.Sources, ","), tunnelsText(pt.Used)))
 			return got, nil
 		}
-		got.Detail += fmt.Sprintf("; no tunnel from %s reached echo's ztunnel (read from %s)", strings.Join(pt.Sources, ","), strings.Join(pt.Pods, ","))
+		got.Detail = joinDetail(got.Detail, fmt.Sprintf("no tunnel from %s reached echo's ztunnel (read from %s)", strings.Join(pt.Sources, ","), strings.Join(pt.Pods, ",")))
 		return got, nil
 	}
 	if len(pt.Used) == 0 {
 		return verdict.Measurement{}, fmt.Errorf("%s got %s but no ztunnel (%s) logged a tunnel from %s to echo: nothing shows the connection crossed the policy new",
 			what, got.Outcome, strings.Join(pt.Pods, ","), strings.Join(pt.Sources, ","))
 	}
-	got.Detail += fmt.Sprintf("; over tunnel(s) opened after %s: %s", pt.Fresh.UTC().Format("15:04:05.000"), tunnelsText(pt.Used))
+	got.Detail = joinDetail(got.Detail, fmt.Sprintf("over tunnel(s) opened after %s: %s", pt.Fresh.UTC().Format("15:04:05.000"), tunnelsText(pt.Used)))
 	return got, nil
 }
 
@@ -246,4 +246,12 @@ func tunnelsText(ts []ztunnellog.Tunnel) string {
 		s = append(s, t.String())
 	}
 	return strings.Join(s, "; ")
+}
+
+// joinDetail appends more to a measurement's detail, "; "-separated.
+func joinDetail(detail, more string) string {
+	if detail == "" {
+		return more
+	}
+	return detail + "; " + more
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/meshclaims/meshclaims/fixtures"
+	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/probe"
 	"github.com/meshclaims/meshclaims/framework/spec"
 	"github.com/meshclaims/meshclaims/framework/verdict"
@@ -27,7 +28,18 @@ const PooledTunnelProbes = 10
 // waypoint. The tunnel detector (JudgeTunnels) must fire on the old path
 // (its negative control on a real cluster) and stay quiet on the new one.
 func PooledTunnel(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
+	// ztunnel pools per destination pod (dst.addr is the pod's 15008): in
+	// ambient-l4 every request goes to one echo pod's address, so all ride
+	// the tunnel the positive control opened. In ambient-l7 the waypoint
+	// serves the Service (waypoint-for: service) and picks the pod, so it
+	// is warmed until it holds a tunnel to every echo pod.
 	url := EchoURL(r)
+	if r.Mode != mode.AmbientL7 {
+		var err error
+		if url, err = EchoPodURL(ctx, r, fixtures.EchoHTTPPort); err != nil {
+			return verdict.Measurement{}, err
+		}
+	}
 	old, oldFresh, err := freshPath(ctx, r, "pooled")
 	if err != nil {
 		return verdict.Measurement{}, err
@@ -40,6 +52,11 @@ func PooledTunnel(ctx context.Context, r *spec.Run) (verdict.Measurement, error)
 	oldSources, err := tunnelSources(ctx, r, old)
 	if err != nil {
 		return verdict.Measurement{}, err
+	}
+	if r.Mode == mode.AmbientL7 {
+		if err := warmEveryEchoPod(ctx, r, old, oldSources, url, oldFresh); err != nil {
+			return verdict.Measurement{}, err
+		}
 	}
 	if err := ApplyAndAwait(ctx, r, fixtures.NetpolAppPort(Target(r), r.Mode)); err != nil {
 		return verdict.Measurement{}, err
@@ -126,4 +143,52 @@ func JudgePooledTunnel(p PooledReadings) verdict.Measurement {
 		return verdict.Measurement{Outcome: "pooled requests not over a pre-policy tunnel", Detail: detail}
 	}
 	return verdict.Measurement{Outcome: "verified", Detail: detail + "; detector: " + p.Detected.Error()}
+}
+
+// warmEveryEchoPod probes url from c (one request a time, each on a new
+// connection) until echo's ztunnel shows a tunnel from the sources to
+// every ready echo pod, at most 60 requests: the waypoint chooses the pod,
+// and a pod it never reached has no pooled tunnel to outlive the policy.
+// It waits for a precondition of the observation (tunnels open before the
+// policy), not for its outcome.
+func warmEveryEchoPod(ctx context.Context, r *spec.Run, c FreshPod, sources []string, url string, fresh time.Time) error {
+	m, err := ClusterOf(r)
+	if err != nil {
+		return err
+	}
+	pods, err := m.Kube.ReadyPods(ctx, r.Namespace(), fixtures.LabelApp+"="+fixtures.EchoName)
+	if err != nil {
+		return err
+	}
+	missing := func(pt ProbeTunnels) []string {
+		seen := map[string]bool{}
+		for _, t := range pt.Used {
+			seen[strings.SplitN(t.Dst, ":", 2)[0]] = true
+		}
+		var out []string
+		for _, p := range pods {
+			if !seen[p.Status.PodIP] {
+				out = append(out, p.Status.PodIP)
+			}
+		}
+		return out
+	}
+	var left []string
+	for i := 0; i < 60; i++ {
+		if _, err := Probe(ctx, r, c.Client, url); err != nil {
+			return err
+		}
+		if i%6 != 5 {
+			continue
+		}
+		pt, err := TunnelsFrom(ctx, r, sources, fresh, fresh)
+		if err != nil {
+			return err
+		}
+		if left = missing(pt); len(left) == 0 {
+			r.Logf("warm-up: %d requests; tunnels from %s to every echo pod: %s", i+1, strings.Join(sources, ","), tunnelsText(pt.Used))
+			return nil
+		}
+	}
+	return fmt.Errorf("warm-up: after 60 requests no tunnel from %s reached echo pod(s) %s", strings.Join(sources, ","), strings.Join(left, ", "))
 }
