@@ -134,9 +134,16 @@ func deployDNS(ctx context.Context, cs kubernetes.Interface, c Config) error {
 	if err := create("coredns ConfigMap", err); err != nil {
 		return err
 	}
-	_, err = cs.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{})
-	if err := create("kube-dns Service", err); err != nil {
-		return err
+	// The Service is looked up first: creating one whose name exists fails
+	// on its fixed ClusterIP ("provided IP is already allocated", Invalid)
+	// before the API server gets to AlreadyExists.
+	if _, err := cs.CoreV1().Services(ns).Get(ctx, svc.Name, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+		_, err = cs.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{})
+		if err := create("kube-dns Service", err); err != nil {
+			return err
+		}
+	} else if err != nil {
+		return fmt.Errorf("localk8s: reading the kube-dns Service: %w", err)
 	}
 	_, err = cs.AppsV1().Deployments(ns).Create(ctx, dep, metav1.CreateOptions{})
 	return create("coredns Deployment", err)
