@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"time"
 
@@ -155,11 +156,120 @@ type ProbeTunnels struct {
 // closes, so a missing line is waited for (tunnelLogSettle); one that was
 // blocked leaves no inbound line at all.
 func TunnelsCarrying(ctx context.Context, r *spec.Run, c FreshPod, since, fresh time.Time) (ProbeTunnels, error) {
+	if r.Mode == mode.AmbientL7 {
+		return viaWaypoint(ctx, r, c, since, fresh)
+	}
 	sources, err := tunnelSources(ctx, r, c)
 	if err != nil {
 		return ProbeTunnels{}, err
 	}
 	return TunnelsFrom(ctx, r, sources, since, fresh)
+}
+
+// viaWaypoint is TunnelsCarrying in ambient-l7, where the connection that
+// crosses echo's policy is the waypoint's. Its Envoy keeps its upstream
+// connections to echo open for reuse, so echo's ztunnel logs them only when
+// they close (seen in the first real ambient-l7 run: none logged while the
+// waypoint ran); what shows they are new is the waypoint pod itself, which
+// cannot hold a connection from before it started. The client's ztunnel
+// logs the probe's own hop to the waypoint when the probe ends: that line
+// names the waypoint pod that carried it.
+func viaWaypoint(ctx context.Context, r *spec.Run, c FreshPod, since, fresh time.Time) (ProbeTunnels, error) {
+	m, err := ClusterOf(r)
+	if err != nil {
+		return ProbeTunnels{}, err
+	}
+	pods, err := m.Kube.ReadyPods(ctx, r.Namespace(), "gateway.networking.k8s.io/gateway-name="+fixtures.WaypointName)
+	if err != nil {
+		return ProbeTunnels{}, err
+	}
+	started := map[string]WaypointPod{}
+	for _, p := range pods {
+		w := WaypointPod{Name: p.Name, IP: p.Status.PodIP}
+		if p.Status.StartTime != nil {
+			w.Started = p.Status.StartTime.Time
+		}
+		started[w.IP] = w
+	}
+	pt := ProbeTunnels{Sources: []string{c.IP}, Fresh: fresh}
+	deadline := time.Now().Add(tunnelLogSettle)
+	for {
+		all, names, err := ztunnelAccess(ctx, m, fresh.Add(-ztunnelPoolIdle-time.Minute))
+		if err != nil {
+			return pt, err
+		}
+		pt.Pods = names
+		pt.Carried = WaypointCarried(all, c.IP, since, fresh, started)
+		if len(pt.Used) > 0 || time.Now().After(deadline) {
+			return pt, nil
+		}
+		select {
+		case <-ctx.Done():
+			return pt, ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// WaypointPod is a waypoint pod as the API server reports it.
+type WaypointPod struct {
+	Name, IP string
+	Started  time.Time
+}
+
+// WaypointCarried finds the client's connections to a waypoint that ended
+// at or after since (the client's ztunnel's outbound lines to the pod's
+// 15008) and gives each waypoint that carried one as a tunnel first usable
+// when its pod started: stale when that is before fresh.
+func WaypointCarried(all []ztunnellog.Access, clientIP string, since, fresh time.Time, waypoints map[string]WaypointPod) ztunnellog.Carried {
+	var c ztunnellog.Carried
+	seen := map[string]bool{}
+	for _, a := range all {
+		if a.Direction != "outbound" || a.SrcIP() != clientIP || a.End.Before(since) {
+			continue
+		}
+		host, _, err := net.SplitHostPort(a.Dst)
+		if err != nil {
+			continue
+		}
+		w, ok := waypoints[host]
+		if !ok || seen[host] {
+			continue
+		}
+		seen[host] = true
+		t := ztunnellog.Tunnel{Src: w.IP + " (waypoint " + w.Name + ", its upstream connections to echo)", Dst: "echo", FirstStart: w.Started, LastEnd: a.End, Streams: 1}
+		c.Used = append(c.Used, t)
+		if w.Started.Before(fresh) {
+			c.Stale = append(c.Stale, t)
+		}
+	}
+	return c
+}
+
+// ztunnelAccess reads every ztunnel's access lines since t.
+func ztunnelAccess(ctx context.Context, m *spec.Cluster, t time.Time) ([]ztunnellog.Access, []string, error) {
+	zt, err := m.Kube.Client.CoreV1().Pods("istio-system").List(ctx, metav1.ListOptions{LabelSelector: "app=ztunnel"})
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(zt.Items) == 0 {
+		return nil, nil, errors.New("no ztunnel pod in istio-system: cannot tell which tunnel carried the probe")
+	}
+	var all []ztunnellog.Access
+	var names []string
+	for _, p := range zt.Items {
+		log, err := m.Kube.Logs(ctx, p.Namespace, p.Name, "istio-proxy", t)
+		if err != nil {
+			return nil, nil, fmt.Errorf("ztunnel %s log: %w", p.Name, err)
+		}
+		entries, err := ztunnellog.Parse(log)
+		if err != nil {
+			return nil, nil, err
+		}
+		all = append(all, entries...)
+		names = append(names, p.Name)
+	}
+	return all, names, nil
 }
 
 // TunnelsFrom is TunnelsCarrying for the tunnels from the given source IPs.
@@ -171,27 +281,11 @@ func TunnelsFrom(ctx context.Context, r *spec.Run, sources []string, since, fres
 	pt := ProbeTunnels{Sources: sources, Fresh: fresh}
 	deadline := time.Now().Add(tunnelLogSettle)
 	for {
-		zt, err := m.Kube.Client.CoreV1().Pods("istio-system").List(ctx, metav1.ListOptions{LabelSelector: "app=ztunnel"})
+		all, names, err := ztunnelAccess(ctx, m, fresh.Add(-ztunnelPoolIdle-time.Minute))
 		if err != nil {
 			return pt, err
 		}
-		if len(zt.Items) == 0 {
-			return pt, errors.New("no ztunnel pod in istio-system: cannot tell which tunnel carried the probe")
-		}
-		var all []ztunnellog.Access
-		pt.Pods = pt.Pods[:0]
-		for _, p := range zt.Items {
-			log, err := m.Kube.Logs(ctx, p.Namespace, p.Name, "istio-proxy", fresh.Add(-ztunnelPoolIdle-time.Minute))
-			if err != nil {
-				return pt, fmt.Errorf("ztunnel %s log: %w", p.Name, err)
-			}
-			entries, err := ztunnellog.Parse(log)
-			if err != nil {
-				return pt, err
-			}
-			all = append(all, entries...)
-			pt.Pods = append(pt.Pods, p.Name)
-		}
+		pt.Pods = names
 		pt.Carried = ztunnellog.Carried{}
 		for _, ip := range sources {
 			c := ztunnellog.Carrying(all, ip, since, fresh)

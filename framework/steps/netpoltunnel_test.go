@@ -1,6 +1,7 @@
 package steps
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -40,5 +41,40 @@ func TestJudgeTunnels(t *testing.T) {
 	got, err = JudgeTunnels(blocked, pt(nil), "measurement")
 	if err != nil || got.Outcome != "blocked" || !strings.Contains(got.Detail, "no tunnel from 198.18.0.40") {
 		t.Fatalf("blocked: %+v, %v", got, err)
+	}
+}
+
+// A real line (the first ambient-l7 run): a fresh client's probe logged
+// by its ztunnel on the hop to the waypoint's 15008. The waypoint pod's
+// start decides whether its upstream connections to echo can predate the
+// probe's fresh path.
+func TestWaypointCarried(t *testing.T) {
+	raw, err := os.ReadFile("../ztunnellog/testdata/ztunnel-1.30-via-waypoint.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := ztunnellog.Parse(string(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	since := time.Date(2026, 12, 2, 8, 49, 0, 0, time.UTC)
+	fresh := since.Add(-20 * time.Second)
+	wp := func(started time.Time) map[string]WaypointPod {
+		return map[string]WaypointPod{"198.18.0.65": {Name: "waypoint-6595bcd7b5-dhr72", IP: "198.18.0.65", Started: started}}
+	}
+	c := WaypointCarried(all, "198.18.0.66", since, fresh, wp(fresh.Add(5*time.Second)))
+	if len(c.Used) != 1 || len(c.Stale) != 0 || !strings.Contains(c.Used[0].Src, "waypoint-6595bcd7b5-dhr72") {
+		t.Fatalf("a waypoint started after the fresh path: %+v", c)
+	}
+	// Negative control: the same probe through a waypoint that ran before.
+	if c := WaypointCarried(all, "198.18.0.66", since, fresh, wp(fresh.Add(-time.Minute))); len(c.Stale) != 1 {
+		t.Fatalf("a waypoint started before the fresh path is not stale: %+v", c)
+	}
+	// Another client's probe, or one through no known waypoint, is not this one's.
+	if c := WaypointCarried(all, "198.18.0.99", since, fresh, wp(fresh)); len(c.Used) != 0 {
+		t.Fatalf("another client's line counted: %+v", c)
+	}
+	if c := WaypointCarried(all, "198.18.0.66", since, fresh, map[string]WaypointPod{}); len(c.Used) != 0 {
+		t.Fatalf("a line to no waypoint counted: %+v", c)
 	}
 }
