@@ -73,16 +73,21 @@ func (i *Installer) Install(ctx context.Context) error {
 		i.logf("istio: -istio-install=skip: verifying the installed Istio only")
 		return i.VerifyVersion(ctx)
 	}
-	crds, err := i.InstallGatewayAPICRDs(ctx)
-	i.GatewayCRDs = crds
-	if err != nil {
-		return err
-	}
 	charts, err := ChartsFor(i.opts.Profile)
 	if err != nil {
 		return err
 	}
 	user, err := LoadValuesFile(i.opts.ValuesFile)
+	if err != nil {
+		return err
+	}
+	// The namespace first: a foreign one stops the install before the
+	// Gateway API CRDs or any chart is written.
+	if err := i.ensureNamespace(ctx, charts); err != nil {
+		return err
+	}
+	crds, err := i.InstallGatewayAPICRDs(ctx)
+	i.GatewayCRDs = crds
 	if err != nil {
 		return err
 	}
@@ -110,6 +115,9 @@ func (i *Installer) InstallCharts(ctx context.Context, only ...Chart) error {
 	}
 	user, err := LoadValuesFile(i.opts.ValuesFile)
 	if err != nil {
+		return err
+	}
+	if err := i.ensureNamespace(ctx, only); err != nil {
 		return err
 	}
 	crds, err := i.InstallGatewayAPICRDs(ctx)
@@ -249,7 +257,8 @@ func (i *Installer) runningImages(ctx context.Context) (map[string]string, error
 // Uninstall removes what this package installed, and only that: the
 // releases carrying LabelManagedBy (installed by this run, or by an earlier
 // run that kept its cluster) in reverse install order, waiting for their
-// resources to go, then the Gateway API CRDs carrying it. A release someone
+// resources to go, then the Gateway API CRDs carrying it, then Istio's
+// namespace when this package created it. A release someone
 // else installed, which Install only upgraded, and Gateway API CRDs the
 // cluster had before, stay. With MethodSkip nothing is ours.
 func (i *Installer) Uninstall(ctx context.Context) error {
@@ -274,6 +283,12 @@ func (i *Installer) Uninstall(ctx context.Context) error {
 			return err
 		}
 		errs = append(errs, err)
+	}
+	// Only once its releases are gone: Helm keeps their records there.
+	if len(errs) == 0 {
+		if err := i.uninstallNamespace(ctx); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -153,6 +153,10 @@ type Options struct {
 	// through values, since the charts merge the profile with
 	// mustMergeOverwrite, which skips empty strings.
 	ExactImages bool
+	// TerminatingNamespaceIsGone counts Istio's namespace as removed once
+	// it is being deleted: under envtest no namespace controller empties
+	// it. A real cluster leaves it false.
+	TerminatingNamespaceIsGone bool
 	// Proxy is the Envoy build the proxyv2 image carries; empty is
 	// ProxyIstio. ProxyUpstreamEnvoy adds UpstreamEnvoyIstiodValues to
 	// istiod's values.

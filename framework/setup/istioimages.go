@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/meshclaims/meshclaims/fixtures"
 	"github.com/meshclaims/meshclaims/framework/cluster"
 	"github.com/meshclaims/meshclaims/framework/images"
 	"github.com/meshclaims/meshclaims/framework/istio"
@@ -218,4 +219,45 @@ func (s *Suite) checkSidecarImage(modes []mode.Mode) error {
 		}
 	}
 	return fmt.Errorf("-mode=sidecar on -provider=local needs the proxy image %s in -image-archives (the node pulls from no registry; make istio-images writes proxyv2.tar: pilot-agent with upstream Envoy)", want)
+}
+
+// istioClusterValues are the provider's chart values and, on a cluster the
+// suite did not create (-provider=existing), istiod's discovery limited to
+// the run's namespaces and Istio's own. istiod writes its root certificate
+// ConfigMap (istio-ca-root-cert) into every namespace it discovers, and
+// nothing removes those after the run: on someone else's cluster that is
+// a write into every team's namespace. The report says so beside the
+// numbers (discoverySelectorsNote).
+func (s *Suite) istioClusterValues() map[istio.Chart]map[string]any {
+	out := clusterValues(s.Provider())
+	if s.Cfg.Provider != "existing" {
+		return out
+	}
+	if out == nil {
+		out = map[istio.Chart]map[string]any{}
+	}
+	istiod := out[istio.ChartIstiod]
+	if istiod == nil {
+		istiod = map[string]any{}
+	}
+	istiod["meshConfig"] = map[string]any{"discoverySelectors": DiscoverySelectors(s.Cfg.RunID, istio.DefaultNamespace)}
+	out[istio.ChartIstiod] = istiod
+	s.note(discoverySelectorsNote(s.Cfg.RunID, istio.DefaultNamespace))
+	return out
+}
+
+// DiscoverySelectors selects the run's namespaces (fixtures.LabelRun) and
+// Istio's namespace, by the name label the API server puts on every
+// namespace.
+func DiscoverySelectors(run, istioNamespace string) []any {
+	return []any{
+		map[string]any{"matchLabels": map[string]any{fixtures.LabelRun: run}},
+		map[string]any{"matchLabels": map[string]any{"kubernetes.io/metadata.name": istioNamespace}},
+	}
+}
+
+func discoverySelectorsNote(run, istioNamespace string) string {
+	return fmt.Sprintf("istiod's meshConfig.discoverySelectors: namespaces labelled %s=%s and %s only (-provider=existing: "+
+		"istiod writes istio-ca-root-cert into every namespace it discovers, and the cluster's other namespaces are not the suite's); "+
+		"a default install discovers every namespace", fixtures.LabelRun, run, istioNamespace)
 }

@@ -410,8 +410,8 @@ func (s *Suite) installIstio(ctx context.Context, p istio.Profile, only []istio.
 	in, err := istio.NewInstaller(s.Provider().RESTConfig(), guard, istio.Options{
 		Profile: p, Version: s.Cfg.IstioVersion, Method: istio.Method(s.Cfg.IstioInstall), Charts: src,
 		ValuesFile: s.Cfg.IstioValues, Timeout: s.Cfg.Timeouts.IstioReady,
-		Hub: s.istioHub(), Tag: s.istioTag(), ClusterValues: clusterValues(s.Provider()), Proxy: proxyKind(s.proxy),
-		ExactImages: s.Cfg.ImageArchives != "",
+		Hub: s.istioHub(), Tag: s.istioTag(), ClusterValues: s.istioClusterValues(), Proxy: proxyKind(s.proxy),
+		ExactImages: s.Cfg.ImageArchives != "", TerminatingNamespaceIsGone: s.TerminatingNamespaceIsGone,
 	})
 	if err != nil {
 		return err

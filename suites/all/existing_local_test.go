@@ -14,6 +14,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/meshclaims/meshclaims/fixtures"
@@ -38,7 +39,11 @@ import (
 // and _RUN_ID name the results, _SCALE the duration scale, default 0.05).
 // MESHCLAIMS_EXISTING_MODES chooses the modes (default none); a meshed mode
 // also needs make istio-images (MESHCLAIMS_ISTIO_IMAGES, MESHCLAIMS_ISTIO_CHARTS),
-// whose archives are pushed to the registry. Then the drift guard on the same
+// whose archives are pushed to the registry. MESHCLAIMS_EXISTING_SIDECAR,
+// a Ginkgo label filter, adds a second run on the same cluster before the
+// after-inventory: the sidecar mode's specs it selects, Istio installed from
+// the registry and removed (runSidecarOnExisting, with the istio-system
+// clash first). Then the drift guard on the same
 // path (checkDriftGuardOnRealPath; MESHCLAIMS_EXISTING_DRIFT=0 skips it).
 func TestExistingProviderOnLocalCluster(t *testing.T) {
 	setuptest.RequireLocal(t, "-provider=existing on a local cluster with a private registry")
@@ -61,7 +66,7 @@ func TestExistingProviderOnLocalCluster(t *testing.T) {
 		t.Fatalf("local cluster: %v", err)
 	}
 	cs := kubernetes.NewForConfigOrDie(k.RESTConfig())
-	seedForeignObjects(t, cs)
+	seedForeignObjects(t, cs, k.RESTConfig())
 
 	before, err := inventory.Take(ctx, k.RESTConfig())
 	if err != nil {
@@ -102,6 +107,9 @@ func TestExistingProviderOnLocalCluster(t *testing.T) {
 	t.Logf("the run ended after %v: %v", time.Since(start).Round(time.Second), runErr)
 	if runErr != nil {
 		t.Errorf("-provider=existing run failed: %v", runErr)
+	}
+	if filter := os.Getenv("MESHCLAIMS_EXISTING_SIDECAR"); filter != "" {
+		runSidecarOnExisting(t, bin, k, reg, kc.CurrentContext, results, run+"-sidecar", scale, filter)
 	}
 
 	after, err := inventory.Take(ctx, k.RESTConfig())
@@ -161,8 +169,10 @@ func TestExistingProviderOnLocalCluster(t *testing.T) {
 
 // seedForeignObjects gives the cluster what a real one holds before the
 // suite arrives: a team's namespace with a running workload, its Service
-// and a NetworkPolicy, none of them the suite's.
-func seedForeignObjects(t *testing.T, cs kubernetes.Interface) {
+// and a NetworkPolicy, and Gateway API CRDs of another bundle than the one
+// Istio 1.30 is built against (seedForeignGatewayCRDs), none of them the
+// suite's.
+func seedForeignObjects(t *testing.T, cs kubernetes.Interface, rc *rest.Config) {
 	t.Helper()
 	ctx := context.Background()
 	ns := "team-payments"
@@ -199,6 +209,7 @@ func seedForeignObjects(t *testing.T, cs kubernetes.Interface) {
 			t.Fatalf("seeding foreign objects: %v", err)
 		}
 	}
+	seedForeignGatewayCRDs(t, rc)
 	deadline := time.Now().Add(3 * time.Minute)
 	for {
 		d, err := cs.AppsV1().Deployments(ns).Get(ctx, "ledger", metav1.GetOptions{})

@@ -1,0 +1,171 @@
+package all
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/meshclaims/meshclaims/framework/apiserver"
+	"github.com/meshclaims/meshclaims/framework/inventory"
+	"github.com/meshclaims/meshclaims/framework/istio"
+	"github.com/meshclaims/meshclaims/framework/localk8s"
+	"github.com/meshclaims/meshclaims/framework/privateregistry"
+)
+
+// foreignGatewayAPIModule is the Gateway API bundle the seeded cluster
+// already runs: the module the suite's Go types come from (go.mod), a
+// release other than the v1.5.1 Istio 1.30 is built against, as on a
+// cluster whose owner upgraded Gateway API ahead of Istio.
+const foreignGatewayAPIModule = "sigs.k8s.io/gateway-api"
+
+var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+
+// seedForeignGatewayCRDs creates that bundle's standard-channel CRDs, as
+// its release files carry them (bundle-version annotation, no mark of the
+// suite's).
+func seedForeignGatewayCRDs(t *testing.T, rc *rest.Config) {
+	t.Helper()
+	dir, err := apiserver.ModuleDir(foreignGatewayAPIModule)
+	if err != nil {
+		t.Fatalf("the foreign Gateway API bundle: %v", err)
+	}
+	files, err := filepath.Glob(filepath.Join(dir, "config", "crd", "standard", "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no CRDs under %s (%v)", dir, err)
+	}
+	dyn := dynamic.NewForConfigOrDie(rc)
+	var version string
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(raw), 4096)
+		for {
+			var u unstructured.Unstructured
+			if err := dec.Decode(&u.Object); errors.Is(err, io.EOF) {
+				break
+			} else if err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			if u.GetKind() != "CustomResourceDefinition" {
+				continue
+			}
+			version = u.GetAnnotations()[istio.BundleVersionAnnotation]
+			if _, err := dyn.Resource(crdResource).Create(context.Background(), &u, metav1.CreateOptions{}); err != nil {
+				t.Fatalf("seeding CRD %s: %v", u.GetName(), err)
+			}
+		}
+	}
+	if version == "" || version == istio.GatewayAPIVersion {
+		t.Fatalf("the seeded Gateway API bundle is %q; the test needs one other than %s", version, istio.GatewayAPIVersion)
+	}
+	t.Logf("foreign Gateway API CRDs: bundle %s (Istio 1.30 is built against %s)", version, istio.GatewayAPIVersion)
+}
+
+// runSidecarOnExisting runs the sidecar mode's specs that filter selects on
+// the cluster the none run just used, as a second invocation of a release
+// qualification: Istio's images pushed to the private registry and pulled
+// by the node, Istio installed among the foreign objects (its Gateway API
+// CRDs left as they are) and removed afterwards. The caller's
+// after-inventory then covers both runs.
+//
+// First the clash a shared cluster can hold: an istio-system namespace of
+// someone else's, without Istio in it. The run must stop before its first
+// write to the cluster, naming it, and leave nothing (inventories before
+// and after that attempt, compared); the namespace is then removed (it is
+// the test's) and the real run follows.
+func runSidecarOnExisting(t *testing.T, bin string, k *localk8s.Cluster, reg *privateregistry.Registry, kubeContext, results, run, scale, filter string) {
+	t.Helper()
+	ctx := context.Background()
+	cs := kubernetes.NewForConfigOrDie(k.RESTConfig())
+	args := func(id string) []string {
+		return append([]string{"-mode=sidecar", "-provider=existing", "-kubeconfig=" + k.KubeconfigPath(), "-context=" + kubeContext,
+			"-image-registry=" + reg.Host, "-image-registry-ca=" + reg.CAFile,
+			"-duration-scale=" + scale, "-fail-on=requirement", "-results=" + results, "-run-id=" + id,
+			"-ginkgo.v", "-ginkgo.label-filter=" + filter}, istioArchiveFlags(t)...)
+	}
+	exe := func(id string, out io.Writer) error {
+		if err := os.RemoveAll(filepath.Join(results, id)); err != nil {
+			t.Fatal(err)
+		}
+		a := args(id)
+		cmd := exec.Command(bin, a...)
+		cmd.Env = append(os.Environ(), "DOCKER_CONFIG="+reg.DockerConfigDir)
+		cmd.Stdout, cmd.Stderr = out, out
+		t.Logf("running %s %s", bin, strings.Join(a, " "))
+		start := time.Now()
+		err := cmd.Run()
+		t.Logf("the run %s ended after %v: %v", id, time.Since(start).Round(time.Second), err)
+		return err
+	}
+
+	// The clash.
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: istio.DefaultNamespace, Labels: map[string]string{"team": "platform"}}}
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	before, err := inventory.Take(ctx, k.RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	clashErr := exe(run+"-clash", io.MultiWriter(os.Stdout, &out))
+	if clashErr == nil {
+		t.Errorf("the sidecar run passed with a foreign %s on the cluster", istio.DefaultNamespace)
+	}
+	if !strings.Contains(out.String(), "namespace istio-system already exists without the "+istio.LabelManagedBy) {
+		t.Errorf("the run's output does not name the foreign istio-system namespace")
+	}
+	after, err := inventory.Take(ctx, k.RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := inventory.Compare(before, after)
+	if len(d.Added)+len(d.Removed) != 0 {
+		t.Errorf("the refused run changed the cluster: added %v, removed %v", inventory.Keys(d.Added), inventory.Keys(d.Removed))
+	}
+	for _, o := range d.Changed {
+		for _, w := range o.WritersSince(before.TakenAt) {
+			if !clusterComponents[w.Manager] {
+				t.Errorf("the refused run wrote %s (%v)", o.Key(), w)
+			}
+		}
+	}
+	if err := cs.CoreV1().Namespaces().Delete(ctx, istio.DefaultNamespace, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		_, err := cs.CoreV1().Namespaces().Get(ctx, istio.DefaultNamespace, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the seeded %s namespace is still there after 2 min: %v", istio.DefaultNamespace, err)
+		}
+		time.Sleep(time.Second)
+	}
+
+	// The real run.
+	if err := exe(run, os.Stdout); err != nil {
+		t.Errorf("-provider=existing -mode=sidecar run failed: %v", err)
+	}
+}
