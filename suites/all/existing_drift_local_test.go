@@ -126,7 +126,8 @@ func checkDriftGuardOnRealPath(t *testing.T, bin string, k *localk8s.Cluster, re
 }
 
 // writesAfter lists the objects anyone but the cluster's own components
-// created, changed or deleted between the two snapshots, at or after the
+// created (or that appeared with no writer recorded), changed or deleted
+// between the two snapshots, at or after the
 // second following at (managedFields keep whole seconds, and the set-up's
 // last write may share the switch's second).
 func writesAfter(before, after *inventory.Snapshot, at time.Time) []string {
@@ -144,6 +145,12 @@ func writesAfter(before, after *inventory.Snapshot, at time.Time) []string {
 		}
 	}
 	for _, o := range d.Added {
+		// The API server records no managedFields entry for an object
+		// created with no fields beyond its name (an empty ConfigMap):
+		// a new object nobody is recorded as writing is reported too.
+		if len(o.Writers) == 0 {
+			out = append(out, "created "+o.Key()+" (no writer recorded)")
+		}
 		for _, w := range o.Writers {
 			if !clusterComponents[w.Manager] {
 				out = append(out, "created "+o.Key()+" by "+w.String())
