@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -18,6 +19,10 @@ import (
 type Existing struct {
 	sel    KubeconfigSelector
 	pinned *rest.Config
+	// cpuRequest and sizingWhy: as on kind, a cluster whose schedulable
+	// nodes have under 8 cores between them gets smaller CPU requests
+	// (smallClusterSizing), said in the report; "" keeps GUIDE's.
+	cpuRequest, sizingWhy string
 }
 
 // NewExisting returns a provider for the cluster sel points at.
@@ -33,7 +38,34 @@ func (e *Existing) Start(ctx context.Context) error {
 		return err
 	}
 	e.pinned = cfg
+	return e.readSizing(ctx)
+}
+
+// readSizing reads the nodes' allocatable CPU (a read: the provider writes
+// nothing). A user allowed to list no nodes keeps GUIDE's requests.
+func (e *Existing) readSizing(ctx context.Context) error {
+	cs, err := kubernetes.NewForConfig(e.RESTConfig())
+	if err != nil {
+		return err
+	}
+	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if apierrors.IsForbidden(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("-provider=existing: reading the nodes' allocatable CPU: %w", err)
+	}
+	e.cpuRequest, e.sizingWhy = smallClusterSizing(nodes.Items, "the cluster's %d schedulable nodes report %s allocatable CPU in all")
 	return nil
+}
+
+// WorkloadCPURequest implements WorkloadSizer (readSizing).
+func (e *Existing) WorkloadCPURequest() (string, string) { return e.cpuRequest, e.sizingWhy }
+
+// IstioValues implements IstioValuer: the charts' requests sized down on a
+// small cluster, as on kind; nil otherwise.
+func (e *Existing) IstioValues() map[string]map[string]any {
+	return smallClusterIstioValues(e.cpuRequest)
 }
 
 // RESTConfig implements Provider: the config pinned at Start.

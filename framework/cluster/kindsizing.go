@@ -28,6 +28,12 @@ var kindSmallClusterCPU = resource.MustParse("8")
 // more between them: a kind cluster on an ordinary workstation keeps
 // GUIDE's requests.
 func kindWorkloadSizing(nodes []corev1.Node) (request, why string) {
+	return smallClusterSizing(nodes, "kind's %d schedulable nodes share this host's cores and report %s allocatable CPU in all")
+}
+
+// smallClusterSizing is kindWorkloadSizing's rule for any cluster; lead
+// says, with the count of schedulable nodes and their CPU, whose they are.
+func smallClusterSizing(nodes []corev1.Node, lead string) (request, why string) {
 	total := resource.Quantity{}
 	schedulable := 0
 	for _, n := range nodes {
@@ -42,8 +48,8 @@ func kindWorkloadSizing(nodes []corev1.Node) (request, why string) {
 	if total.Cmp(kindSmallClusterCPU) >= 0 {
 		return "", ""
 	}
-	return LocalCPURequest, fmt.Sprintf("kind's %d schedulable nodes share this host's cores and report %s allocatable CPU in all (below %s, where one meshed mode's pods at GUIDE's requests do not fit): workload CPU requests %s instead of GUIDE's 50m (limits GUIDE's 300m), sidecar CPU requests %s instead of the chart's 100m, istio-cni and ztunnel 50m per node",
-		schedulable, total.String(), kindSmallClusterCPU.String(), LocalCPURequest, LocalCPURequest)
+	return LocalCPURequest, fmt.Sprintf(lead, schedulable, total.String()) + fmt.Sprintf(" (below %s, where one meshed mode's pods at GUIDE's requests do not fit): workload CPU requests %s instead of GUIDE's 50m (limits GUIDE's 300m), sidecar CPU requests %s instead of the chart's 100m, istio-cni and ztunnel 50m per node",
+		kindSmallClusterCPU.String(), LocalCPURequest, LocalCPURequest)
 }
 
 func unschedulable(n corev1.Node) bool {
@@ -85,13 +91,17 @@ func (k *Kind) WorkloadCPURequest() (string, string) { return k.cpuRequest, k.si
 // already the default -istio-values (testdata/istio/values.yaml). Nothing
 // else: the CNI directories and istio-cni's iptables mode stay Istio's
 // defaults on kind. nil on a cluster with room.
-func (k *Kind) IstioValues() map[string]map[string]any {
-	if k.cpuRequest == "" {
+func (k *Kind) IstioValues() map[string]map[string]any { return smallClusterIstioValues(k.cpuRequest) }
+
+// smallClusterIstioValues are the charts' requests sized as the workloads
+// are (cpuRequest; nil when "": GUIDE's and the charts' requests).
+func smallClusterIstioValues(cpuRequest string) map[string]map[string]any {
+	if cpuRequest == "" {
 		return nil
 	}
 	return map[string]map[string]any{
 		"istiod": {
-			"global": map[string]any{"proxy": map[string]any{"resources": map[string]any{"requests": map[string]any{"cpu": k.cpuRequest, "memory": "128Mi"}}}},
+			"global": map[string]any{"proxy": map[string]any{"resources": map[string]any{"requests": map[string]any{"cpu": cpuRequest, "memory": "128Mi"}}}},
 		},
 		"cni":     {"resources": map[string]any{"requests": map[string]any{"cpu": "50m", "memory": "64Mi"}}},
 		"ztunnel": {"resources": map[string]any{"requests": map[string]any{"cpu": "50m", "memory": "64Mi"}}},

@@ -1,12 +1,17 @@
 package cluster
 
 import (
+	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/meshclaims/meshclaims/framework/apiserver"
 )
 
 // kindNode is a node as kind's kubelet registers it: the host's cores as
@@ -62,5 +67,58 @@ func TestKindIstioValuesFollowSizing(t *testing.T) {
 		if _, ok := v["cni"][key]; ok {
 			t.Errorf("kind sets istio-cni's %s: %v", key, v["cni"])
 		}
+	}
+}
+
+// -provider=existing sizes as kind does, from the nodes it reads at Start
+// (a real API server; the nodes registered as a kubelet would): a 2-core
+// node, as the local cluster CI qualifies through this provider, gets the
+// smaller requests and says so; nodes with 8 cores keep GUIDE's. Found on
+// the first sidecar run through -provider=existing: echo's sixth replica
+// stayed Pending behind GUIDE's requests on the 2-core node.
+func TestExistingProviderSizesASmallCluster(t *testing.T) {
+	srv := apiserver.NewForTest(t)
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := srv.WriteKubeconfig(path, "envtest"); err != nil {
+		t.Fatal(err)
+	}
+	cs := kubernetes.NewForConfigOrDie(srv.Config)
+	node := func(name, cpu string) {
+		n := kindNode(name, cpu, false)
+		created, err := cs.CoreV1().Nodes().Create(context.Background(), &n, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The API server's TaintNodesByCondition admission taints a new
+		// node not-ready (NoSchedule) until a kubelet reports Ready; as
+		// a running node's, the taint goes.
+		created.Spec.Taints = nil
+		if created, err = cs.CoreV1().Nodes().Update(context.Background(), created, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		created.Status = n.Status
+		if _, err := cs.CoreV1().Nodes().UpdateStatus(context.Background(), created, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	node("small", "2")
+	e := NewExisting(KubeconfigSelector{Path: path, Context: "envtest"})
+	if err := e.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	q, why := e.WorkloadCPURequest()
+	if q != LocalCPURequest || !strings.Contains(why, "the cluster's 1 schedulable nodes report 2 allocatable CPU") {
+		t.Errorf("2-core cluster: %q (%q)", q, why)
+	}
+	if v := e.IstioValues(); v == nil {
+		t.Error("2-core cluster: the charts keep their requests")
+	}
+	node("big", "6")
+	e = NewExisting(KubeconfigSelector{Path: path, Context: "envtest"})
+	if err := e.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if q, why := e.WorkloadCPURequest(); q != "" || why != "" || e.IstioValues() != nil {
+		t.Errorf("8 cores between the nodes: %q (%q), want GUIDE's requests", q, why)
 	}
 }

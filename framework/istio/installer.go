@@ -40,6 +40,9 @@ type Installer struct {
 	// GatewayCRDs is what Install found and did with the Gateway API CRDs
 	// (for the report: a foreign bundle's versions and the warning).
 	GatewayCRDs GatewayCRDs
+	// before is the Istio CRDs and GatewayClasses the cluster had when
+	// Install began (uninstallLeftovers); nil until then.
+	before *istioState
 }
 
 // NewInstaller validates o and returns an installer that talks to the
@@ -86,6 +89,9 @@ func (i *Installer) Install(ctx context.Context) error {
 	if err := i.ensureNamespace(ctx, charts); err != nil {
 		return err
 	}
+	if err := i.recordBefore(ctx); err != nil {
+		return err
+	}
 	crds, err := i.InstallGatewayAPICRDs(ctx)
 	i.GatewayCRDs = crds
 	if err != nil {
@@ -95,6 +101,9 @@ func (i *Installer) Install(ctx context.Context) error {
 		if err := i.installChart(ctx, c, user[c]); err != nil {
 			return err
 		}
+	}
+	if err := i.markIstioCRDs(ctx, *i.before); err != nil {
+		return err
 	}
 	return i.VerifyVersion(ctx)
 }
@@ -120,6 +129,9 @@ func (i *Installer) InstallCharts(ctx context.Context, only ...Chart) error {
 	if err := i.ensureNamespace(ctx, only); err != nil {
 		return err
 	}
+	if err := i.recordBefore(ctx); err != nil {
+		return err
+	}
 	crds, err := i.InstallGatewayAPICRDs(ctx)
 	i.GatewayCRDs = crds
 	if err != nil {
@@ -132,7 +144,7 @@ func (i *Installer) InstallCharts(ctx context.Context, only ...Chart) error {
 			}
 		}
 	}
-	return nil
+	return i.markIstioCRDs(ctx, *i.before)
 }
 
 // installChart installs chart c, or upgrades its release when it exists
@@ -278,6 +290,16 @@ func (i *Installer) Uninstall(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
+	// What Helm keeps (Istio's CRDs) or never knew (istiod's
+	// GatewayClasses), once istiod is gone and cannot recreate it.
+	if len(errs) == 0 {
+		if err := i.uninstallLeftovers(ctx); err != nil {
+			if errors.Is(err, errGuard) {
+				return err
+			}
+			errs = append(errs, err)
+		}
+	}
 	if err := i.uninstallGatewayAPICRDs(ctx); err != nil {
 		if errors.Is(err, errGuard) {
 			return err
@@ -291,6 +313,21 @@ func (i *Installer) Uninstall(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// recordBefore reads, once per Installer, what the cluster holds before
+// any chart (a second Install on the same Installer keeps the first
+// reading: what this run found is what it must leave).
+func (i *Installer) recordBefore(ctx context.Context) error {
+	if i.before != nil {
+		return nil
+	}
+	st, err := i.readIstioState(ctx)
+	if err != nil {
+		return err
+	}
+	i.before = &st
+	return nil
 }
 
 // errGuard marks a guard refusal, which stops everything.
