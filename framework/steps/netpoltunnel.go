@@ -67,7 +67,7 @@ func underNetPolAmbient(ctx context.Context, r *spec.Run, policy *networkingv1.N
 		return verdict.Measurement{}, err
 	}
 	t0 := time.Now()
-	got, err := ProbeOutcome(ctx, r, meas.Client, url)
+	got, err := NetpolProbe(ctx, r, meas.Client, url)
 	if err != nil {
 		return got, err
 	}

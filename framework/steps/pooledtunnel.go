@@ -94,7 +94,7 @@ func PooledTunnel(ctx context.Context, r *spec.Run) (verdict.Measurement, error)
 		return verdict.Measurement{}, err
 	}
 	t0 := time.Now()
-	got, err := ProbeOutcome(ctx, r, nu.Client, url)
+	got, err := NetpolProbe(ctx, r, nu.Client, url)
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
