@@ -239,7 +239,12 @@ func WaypointCarried(all []ztunnellog.Access, clientIP string, since, fresh time
 		seen[host] = true
 		t := ztunnellog.Tunnel{Src: w.IP + " (waypoint " + w.Name + ", its upstream connections to echo)", Dst: "echo", FirstStart: w.Started, LastEnd: a.End, Streams: 1}
 		c.Used = append(c.Used, t)
-		if w.Started.Before(fresh) {
+		// A pod's StartTime has whole seconds: a waypoint started in the
+		// fresh path's own second reads as up to 999 ms before it (the
+		// four-mode run of 2026-12-02 refused its positive control so:
+		// started 11:52:20, fresh path 11:52:20.589). Only a start in an
+		// earlier second is a waypoint from before the fresh path.
+		if w.Started.Before(fresh.Truncate(time.Second)) {
 			c.Stale = append(c.Stale, t)
 		}
 	}

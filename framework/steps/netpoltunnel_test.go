@@ -70,6 +70,17 @@ func TestWaypointCarried(t *testing.T) {
 	if c := WaypointCarried(all, "198.18.0.66", since, fresh, wp(fresh.Add(-time.Minute))); len(c.Stale) != 1 {
 		t.Fatalf("a waypoint started before the fresh path is not stale: %+v", c)
 	}
+	// A pod's StartTime keeps whole seconds: the waypoint restarted for the
+	// fresh path reads as started in that second, before the path's
+	// milliseconds (the four-mode run: 11:52:20 against 11:52:20.589). It is
+	// new; one started a second earlier is not.
+	freshMs := fresh.Add(589 * time.Millisecond)
+	if c := WaypointCarried(all, "198.18.0.66", since, freshMs, wp(freshMs.Truncate(time.Second))); len(c.Used) != 1 || len(c.Stale) != 0 {
+		t.Fatalf("a waypoint started in the fresh path's second counted stale: %+v", c)
+	}
+	if c := WaypointCarried(all, "198.18.0.66", since, freshMs, wp(freshMs.Truncate(time.Second).Add(-time.Second))); len(c.Stale) != 1 {
+		t.Fatalf("a waypoint started the second before the fresh path is not stale: %+v", c)
+	}
 	// Another client's probe, or one through no known waypoint, is not this one's.
 	if c := WaypointCarried(all, "198.18.0.99", since, fresh, wp(fresh)); len(c.Used) != 0 {
 		t.Fatalf("another client's line counted: %+v", c)
