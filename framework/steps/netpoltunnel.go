@@ -325,7 +325,14 @@ func JudgeTunnels(got verdict.Measurement, pt ProbeTunnels, what string) (verdic
 	}
 	if got.Outcome == probe.Blocked || got.Outcome == probe.NoHTTPResponse {
 		if len(pt.Used) > 0 {
-			got.Detail = joinDetail(got.Detail, fmt.Sprintf("yet %d tunnel(s) from %s reached echo's ztunnel: %s", len(pt.Used), strings.Join(pt.Sources, ","), tunnelsText(pt.Used)))
+			// In ambient-l7 the tunnels are the client's hop to the
+			// waypoint: reaching it is expected when the waypoint's own
+			// connection to echo is what the policy refused.
+			reached := "echo's ztunnel"
+			if strings.Contains(pt.Used[0].Src, "(waypoint ") {
+				reached = "the waypoint"
+			}
+			got.Detail = joinDetail(got.Detail, fmt.Sprintf("yet %d tunnel(s) from %s reached %s: %s", len(pt.Used), strings.Join(pt.Sources, ","), reached, tunnelsText(pt.Used)))
 			return got, nil
 		}
 		got.Detail = joinDetail(got.Detail, fmt.Sprintf("no tunnel from %s reached echo's ztunnel (read from %s)", strings.Join(pt.Sources, ","), strings.Join(pt.Pods, ",")))
