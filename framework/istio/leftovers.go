@@ -3,7 +3,6 @@ package istio
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -79,7 +78,7 @@ func (i *Installer) markIstioCRDs(ctx context.Context, before istioState) error 
 		return err
 	}
 	var marked []string
-	for _, name := range sortedSet(now.crds) {
+	for _, name := range sortedKeys(now.crds) {
 		if before.crds[name] {
 			continue
 		}
@@ -170,13 +169,4 @@ func (i *Installer) uninstallLeftovers(ctx context.Context) error {
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
-}
-
-func sortedSet(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

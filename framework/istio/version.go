@@ -57,7 +57,7 @@ func imageTag(ref string) (string, bool) {
 	return ref[colon+1:], true
 }
 
-func sortedKeys(m map[string]string) []string {
+func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
