@@ -34,6 +34,7 @@ import (
 	"github.com/meshclaims/meshclaims/framework/report"
 	"github.com/meshclaims/meshclaims/framework/setup"
 	"github.com/meshclaims/meshclaims/framework/spec"
+	"github.com/meshclaims/meshclaims/framework/steps"
 	"github.com/meshclaims/meshclaims/framework/suiteflags"
 	_ "github.com/meshclaims/meshclaims/suites/all"
 )
@@ -83,10 +84,16 @@ func TestMain(m *testing.M) {
 		usageError(err)
 	}
 	suiteCfg, _ := GinkgoConfiguration()
-	if err := spec.CheckSelection(reg, planned, cfg.Modes, spec.Selection{
+	selection := spec.Selection{
 		Description: description(), LabelFilter: suiteCfg.LabelFilter, Focus: suiteCfg.FocusStrings, Skip: suiteCfg.SkipStrings,
-	}); err != nil {
+	}
+	if err := spec.CheckSelection(reg, planned, cfg.Modes, selection); err != nil {
 		usageError(err)
+	}
+	if chosen, err := spec.Selected(planned, selection); err != nil {
+		usageError(err)
+	} else {
+		netPolSpecs = spec.Needing(chosen, steps.NeedNetPol.Name)
 	}
 	if !suiteCfg.DryRun && !cfg.Plan {
 		if err := cfg.ClaimResultsDir(); err != nil {
@@ -125,6 +132,9 @@ func usageError(err error) {
 
 // planned are the (claim, mode) specs of the selected modes.
 var planned []spec.Planned
+
+// netPolSpecs are the selected specs that need NetworkPolicy enforcement.
+var netPolSpecs []string
 
 func description() string { return "meshclaims " + strings.Join(modeNames(cfg.Modes), ",") }
 
@@ -169,6 +179,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	// even when Up has not returned, and Down then finds the provider and
 	// cleaner as soon as each exists.
 	suite = setup.New(cfg, reg, GinkgoWriter)
+	suite.NetPolSpecs = netPolSpecs
 	// Ginkgo's own interrupt handling waits out its grace period for Up and
 	// skips the after-all on a second Ctrl-C; this starts deleting at once
 	// and once, and the after-all's Down waits for it.

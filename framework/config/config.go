@@ -74,11 +74,16 @@ type Config struct {
 	// NetworkPolicy enforcement on during the run ("" = none): the claim
 	// that enforcement is not retroactive needs pods that ran before it.
 	NetPolEnableCommand string
-	ReuseCluster        bool
-	KeepCluster         bool
-	IstioVersion        string
-	IstioInstall        string
-	IstioCharts         string // local chart directory; empty = Istio's chart repository
+	// NetPolEnforcer names the cluster's NetworkPolicy enforcer where the
+	// read-only lookup (framework/netpolenforcer) cannot find it: one that
+	// runs outside any DaemonSet or is not among the known ones
+	// (-provider=existing only; "" = look it up).
+	NetPolEnforcer string
+	ReuseCluster   bool
+	KeepCluster    bool
+	IstioVersion   string
+	IstioInstall   string
+	IstioCharts    string // local chart directory; empty = Istio's chart repository
 	// IstioValues is the per-chart Helm values file after Validate: the
 	// -istio-values flag, or the provider's default (DefaultIstioValues);
 	// empty = the charts' own defaults.
@@ -142,6 +147,7 @@ func Register(fs *flag.FlagSet) *Config {
 	fs.StringVar(&c.KindNodeImage, "kind-node-image", "", "node image for every kind node, e.g. kindest/node:v1.36.4@sha256:... (default: the pinned Kubernetes 1.36 image of kind v0.33.0's release notes, framework/cluster.DefaultNodeImage); the report records the image that ran")
 	fs.StringVar(&c.KindConfig, "kind-config", "", "kind cluster config file (default testdata/kind/cluster.yaml: 1 control plane, 3 workers; testdata/kind/podman.yaml: 1 control plane, 2 workers, for cgroup v1 hosts and the node image of make kind-node-image)")
 	fs.StringVar(&c.KindKubeProxyMode, "kind-kube-proxy-mode", "", "kube-proxy mode of the kind cluster the run creates: iptables, ipvs or nftables (default: the shipped testdata/kind/cluster.yaml's iptables); HYBRID measured a new Service's time per mode. A reused cluster keeps the mode it was created with: the kube-proxy specs read the mode from the cluster")
+	fs.StringVar(&c.NetPolEnforcer, "netpol-enforcer", "", "-provider=existing only: the cluster's NetworkPolicy enforcer, named when the read-only look-up of its DaemonSets cannot find it (one outside any DaemonSet, e.g. kube-router as a host process, or one the suite does not know); the netpol preflight's controls still prove it enforces. Without it a run whose specs need NetworkPolicy stops before any write when no known enforcer is found")
 	fs.StringVar(&c.NetPolEnableCommand, "netpol-enable-command", "", "-provider=existing only: a sh command line that turns the VPC CNI's NetworkPolicy enforcement on, run by netpol.enforcement-not-retroactive while its pods run, e.g. "+
 		`aws eks update-addon --cluster-name NAME --addon-name vpc-cni --configuration-values '{"enableNetworkPolicy":"true"}' --resolve-conflicts OVERWRITE && aws eks wait addon-active --cluster-name NAME --addon-name vpc-cni`+
 		"; the suite then waits until kube-system/aws-node runs its agent with --enable-network-policy=true on every node (-netpol-enable-timeout). Without it that claim is inconclusive")
@@ -298,6 +304,12 @@ func (c *Config) ClaimResultsDir() error {
 func (c *Config) validateNetPolEnable(bad func(string, ...any)) {
 	if c.Timeouts.NetPolEnable <= 0 {
 		bad("-netpol-enable-timeout=%s must be positive", c.Timeouts.NetPolEnable)
+	}
+	if c.NetPolEnforcer != "" && c.Provider != "existing" {
+		bad("-netpol-enforcer applies to -provider=existing only (got -provider=%s): kind's and the local provider's clusters are the suite's own, with kube-router enforcing", c.Provider)
+	}
+	if c.NetPolEnforcer != "" && strings.TrimSpace(c.NetPolEnforcer) == "" {
+		bad("-netpol-enforcer=%q is blank; accepted: the enforcer's name, e.g. kube-router", c.NetPolEnforcer)
 	}
 	if c.NetPolEnableCommand == "" {
 		return

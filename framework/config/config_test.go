@@ -67,7 +67,9 @@ func TestRejectsBadValues(t *testing.T) {
 		`-netpol-enable-command="  " is blank; accepted: one sh command line`:            {"-provider=existing", "-netpol-enable-command=  "},
 		// The JSON's closing quote forgotten: sh cannot parse it.
 		`-netpol-enable-command="aws eks update-addon --configuration-values '{\"enableNetworkPolicy\":\"true\"}" is not a command line sh can parse`: {"-provider=existing", `-netpol-enable-command=aws eks update-addon --configuration-values '{"enableNetworkPolicy":"true"}`},
-		`-netpol-enable-timeout=0s must be positive`: {"-netpol-enable-timeout=0"},
+		`-netpol-enable-timeout=0s must be positive`:                                {"-netpol-enable-timeout=0"},
+		`-netpol-enforcer applies to -provider=existing only (got -provider=local)`: {"-provider=local", "-netpol-enforcer=calico"},
+		`-netpol-enforcer="  " is blank; accepted: the enforcer's name`:             {"-provider=existing", "-netpol-enforcer=  "},
 	}
 	for want, args := range cases {
 		_, err := parse(t, args...)

@@ -56,6 +56,10 @@ type Suite struct {
 	// TerminatingNamespaceIsGone is handed to the cleaner (see
 	// cleanup.Options): only for API servers that run no controllers.
 	TerminatingNamespaceIsGone bool
+	// NetPolSpecs names the selected specs that need NetworkPolicy
+	// enforcement (spec.Needing): on -provider=existing the cluster is
+	// looked at for an enforcer before any write when there are any.
+	NetPolSpecs []string
 
 	out io.Writer
 
@@ -237,6 +241,10 @@ func (s *Suite) up(ctx context.Context) error {
 	s.envInfo.Kubernetes = k.ServerVersion()
 	s.mu.Unlock()
 	s.logf("cluster: %s, Kubernetes %s, pinned (%s)", rc.Host, k.ServerVersion(), guard.Pinned())
+	// Before the image is built and pushed and before any object is written.
+	if err := s.checkNetPolEnforcer(ctx, rc); err != nil {
+		return err
+	}
 
 	// 2. The workload image, built here and loaded into the nodes (or pushed).
 	arch, err := nodeArch(ctx, k)

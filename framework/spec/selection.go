@@ -72,37 +72,11 @@ func CheckSelection(reg *claims.Registry, planned []Planned, modes []mode.Mode, 
 			}
 		}
 	}
-	var filter types.LabelFilter
-	if sel.LabelFilter != "" {
-		f, err := types.ParseLabelFilter(sel.LabelFilter)
-		if err != nil {
-			return fmt.Errorf("-ginkgo.label-filter=%q: %v", sel.LabelFilter, err)
-		}
-		filter = f
-	}
-	focus, err := anyOf(sel.Focus)
+	chosen, err := Selected(planned, sel)
 	if err != nil {
-		return fmt.Errorf("-ginkgo.focus: %v", err)
+		return err
 	}
-	skip, err := anyOf(sel.Skip)
-	if err != nil {
-		return fmt.Errorf("-ginkgo.skip: %v", err)
-	}
-	selected := 0
-	for _, p := range planned {
-		text := sel.Description + " " + p.Def.Area + " " + p.Name()
-		if filter != nil && !filter(p.Labels()) {
-			continue
-		}
-		if focus != nil && !focus.MatchString(text) {
-			continue
-		}
-		if skip != nil && skip.MatchString(text) {
-			continue
-		}
-		selected++
-	}
-	if selected == 0 {
+	if len(chosen) == 0 {
 		var by []string
 		if sel.LabelFilter != "" {
 			by = append(by, fmt.Sprintf("-ginkgo.label-filter=%q", sel.LabelFilter))
@@ -123,6 +97,57 @@ func CheckSelection(reg *claims.Registry, planned []Planned, modes []mode.Mode, 
 		return fmt.Errorf("selection:\n  %s", strings.Join(errs, "\n  "))
 	}
 	return nil
+}
+
+// Selected are the planned specs the selection runs, matched as Ginkgo
+// matches them (its label filter, focus and skip expressions).
+func Selected(planned []Planned, sel Selection) ([]Planned, error) {
+	var filter types.LabelFilter
+	if sel.LabelFilter != "" {
+		f, err := types.ParseLabelFilter(sel.LabelFilter)
+		if err != nil {
+			return nil, fmt.Errorf("-ginkgo.label-filter=%q: %v", sel.LabelFilter, err)
+		}
+		filter = f
+	}
+	focus, err := anyOf(sel.Focus)
+	if err != nil {
+		return nil, fmt.Errorf("-ginkgo.focus: %v", err)
+	}
+	skip, err := anyOf(sel.Skip)
+	if err != nil {
+		return nil, fmt.Errorf("-ginkgo.skip: %v", err)
+	}
+	var out []Planned
+	for _, p := range planned {
+		text := sel.Description + " " + p.Def.Area + " " + p.Name()
+		if filter != nil && !filter(p.Labels()) {
+			continue
+		}
+		if focus != nil && !focus.MatchString(text) {
+			continue
+		}
+		if skip != nil && skip.MatchString(text) {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// Needing names ("claim [mode]") the specs among ps that declare the need
+// named need (spec.Need.Name).
+func Needing(ps []Planned, need string) []string {
+	var out []string
+	for _, p := range ps {
+		for _, n := range p.Def.Needs {
+			if n.Name == need {
+				out = append(out, fmt.Sprintf("%s [%s]", p.Claim.ID, p.Mode))
+				break
+			}
+		}
+	}
+	return out
 }
 
 func unknown(what, val string, known []string) string {

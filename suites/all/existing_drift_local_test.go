@@ -57,7 +57,7 @@ func checkDriftGuardOnRealPath(t *testing.T, bin string, k *localk8s.Cluster, re
 	args := []string{"-mode=none", "-provider=existing", "-kubeconfig=" + path,
 		"-image-registry=" + reg.Host, "-image-registry-ca=" + reg.CAFile, "-duration-scale=0.05",
 		"-fail-on=error", "-results=" + results, "-run-id=" + run,
-		"-ginkgo.v", "-ginkgo.label-filter=claim:netpol.app-port-only"}
+		"-ginkgo.v", "-ginkgo.label-filter=claim:netpol.app-port-only", localEnforcer}
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), "DOCKER_CONFIG="+reg.DockerConfigDir)
 	out, err := cmd.StdoutPipe()

@@ -98,6 +98,10 @@ func TestExistingProviderOnLocalCluster(t *testing.T) {
 	if modes != "none" {
 		args = append(args, istioArchiveFlags(t)...)
 	}
+	refusedWithoutEnforcer(t, bin, args, reg)
+	// The local cluster's kube-router is a host process, not a DaemonSet:
+	// declared, as a user of such a cluster declares it.
+	args = append(args, localEnforcer)
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), "DOCKER_CONFIG="+reg.DockerConfigDir)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
@@ -164,6 +168,38 @@ func TestExistingProviderOnLocalCluster(t *testing.T) {
 	}
 	if os.Getenv("MESHCLAIMS_EXISTING_DRIFT") != "0" {
 		checkDriftGuardOnRealPath(t, bin, k, reg, results)
+	}
+}
+
+// localEnforcer declares the local cluster's NetworkPolicy enforcer, which
+// no DaemonSet shows (kube-router runs on the node as a host process).
+const localEnforcer = "-netpol-enforcer=kube-router (host process)"
+
+// refusedWithoutEnforcer runs args (which name no -netpol-enforcer) on the
+// real path: the cluster shows no enforcer in its DaemonSets, so the run
+// must stop before it builds, pushes or writes anything, saying so. The
+// inventory compare at the end of the test covers the cluster; the
+// registry must still be empty.
+func refusedWithoutEnforcer(t *testing.T, bin string, args []string, reg *privateregistry.Registry) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), "DOCKER_CONFIG="+reg.DockerConfigDir)
+	start := time.Now()
+	out, err := cmd.CombinedOutput()
+	t.Logf("the run without -netpol-enforcer ended after %v: %v", time.Since(start).Round(time.Millisecond), err)
+	if err == nil {
+		t.Fatalf("the run passed on a cluster whose DaemonSets show no NetworkPolicy enforcer:\n%s", lastLinesOf(string(out), 40))
+	}
+	for _, w := range []string{"need NetworkPolicy enforcement", "this cluster shows no enforcer", "-netpol-enforcer=NAME", "Nothing was written"} {
+		if !strings.Contains(string(out), w) {
+			t.Errorf("the refusal does not say %q:\n%s", w, lastLinesOf(string(out), 40))
+		}
+	}
+	if strings.Contains(string(out), "image: building") {
+		t.Errorf("the run built the workload image before refusing:\n%s", lastLinesOf(string(out), 40))
+	}
+	if cat, err := reg.Catalog(context.Background()); err != nil || len(cat) != 0 {
+		t.Errorf("registry after the refused run: %v, %v; want empty", cat, err)
 	}
 }
 

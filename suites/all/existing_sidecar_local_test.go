@@ -100,7 +100,7 @@ func runSidecarOnExisting(t *testing.T, bin string, k *localk8s.Cluster, reg *pr
 		return append([]string{"-mode=sidecar", "-provider=existing", "-kubeconfig=" + k.KubeconfigPath(), "-context=" + kubeContext,
 			"-image-registry=" + reg.Host, "-image-registry-ca=" + reg.CAFile,
 			"-duration-scale=" + scale, "-fail-on=requirement", "-results=" + results, "-run-id=" + id,
-			"-ginkgo.v", "-ginkgo.label-filter=" + filter}, istioArchiveFlags(t)...)
+			"-ginkgo.v", "-ginkgo.label-filter=" + filter, localEnforcer}, istioArchiveFlags(t)...)
 	}
 	exe := func(id string, out io.Writer) error {
 		if err := os.RemoveAll(filepath.Join(results, id)); err != nil {

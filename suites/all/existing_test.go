@@ -1,6 +1,7 @@
 package all
 
 import (
+	"context"
 	"net"
 	"os"
 	"os/exec"
@@ -8,6 +9,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/meshclaims/meshclaims/framework/apiserver"
 	"github.com/meshclaims/meshclaims/framework/cleanup/cleanuptest"
@@ -74,6 +80,9 @@ func TestExistingProviderBadInputFailsBeforeAnyWrite(t *testing.T) {
 			[]string{"does not trust", "-image-registry-ca"}},
 		{"context that does not exist", reg.DockerConfigDir, []string{"-context=qual-typo", "-image-registry=" + reg.Host, "-image-registry-ca=" + reg.CAFile},
 			[]string{`context "qual-typo" does not exist`, `accepted: one of its contexts "qual"`}},
+		// envtest's API server runs no CNI: no DaemonSet enforces NetworkPolicy.
+		{"cluster without NetworkPolicy enforcement", reg.DockerConfigDir, []string{"-context=qual", "-image-registry=" + reg.Host, "-image-registry-ca=" + reg.CAFile},
+			[]string{"need NetworkPolicy enforcement (netpol.app-port-only [none]", "this cluster shows no enforcer", "-netpol-enforcer=NAME", "Nothing was written"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -114,7 +123,17 @@ func TestExistingProviderBadInputFailsBeforeAnyWrite(t *testing.T) {
 	// Positive control: the same command with the right inputs passes the
 	// registry check and goes on to build (stopped there: the build and
 	// the rest are the full run's business, not this test's).
+	// With a Calico DaemonSet in the cluster (as its manifest ships it) the
+	// enforcer check passes too, and says what it found.
 	t.Run("right inputs get past the check", func(t *testing.T) {
+		cs := kubernetes.NewForConfigOrDie(srv.Config)
+		calico := calicoDaemonSet()
+		if _, err := cs.AppsV1().DaemonSets(calico.Namespace).Create(ctx, calico, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = cs.AppsV1().DaemonSets(calico.Namespace).Delete(context.Background(), calico.Name, metav1.DeleteOptions{})
+		})
 		args := []string{"-mode=none", "-provider=existing", "-kubeconfig=" + kc, "-context=qual",
 			"-image-registry=" + reg.Host, "-image-registry-ca=" + reg.CAFile,
 			"-results=" + filepath.Join(t.TempDir(), "results"), "-ginkgo.v"}
@@ -126,7 +145,24 @@ func TestExistingProviderBadInputFailsBeforeAnyWrite(t *testing.T) {
 		if !strings.Contains(e2e.Output(), "accepts pushes with the configured credentials") {
 			t.Errorf("the registry check did not report success:\n%s", lastLinesOf(e2e.Output(), 40))
 		}
+		if !strings.Contains(e2e.Output(), "NetworkPolicy enforcer: Calico (kube-system/calico-node[calico-node])") {
+			t.Errorf("the enforcer check did not report Calico:\n%s", lastLinesOf(e2e.Output(), 40))
+		}
 	})
+}
+
+// calicoDaemonSet is calico-node as Calico's manifest ships it (the parts
+// the enforcer lookup reads: its container and image).
+func calicoDaemonSet() *appsv1.DaemonSet {
+	labels := map[string]string{"k8s-app": "calico-node"}
+	return &appsv1.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "calico-node"},
+		Spec: appsv1.DaemonSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
+				Containers: []corev1.Container{{Name: "calico-node", Image: "docker.io/calico/node:v3.29.1"}}}},
+		},
+	}
 }
 
 func lastLinesOf(s string, n int) string {
