@@ -73,7 +73,8 @@ var upstreamEnvoyEnv = map[string]any{
 // only: rollout.503-attribution's, which turns on Envoy's access log for the
 // sidecar-mode fortio client's outbound requests with Istio's built-in
 // "envoy" provider (Envoy's file logger, no Istio extension) for the length
-// of that spec (fixtures.ClientAccessLog).
+// of sidecar's T1 baseline run, the one that claim shares with
+// rollout.baseline (fixtures.ClientAccessLog, steps.AccessLogOn).
 func UpstreamEnvoyIstiodValues() map[string]any {
 	env := map[string]any{}
 	for k, v := range upstreamEnvoyEnv {
@@ -103,7 +104,7 @@ func (k ProxyKind) IstiodSettings() []string {
 	return append(out,
 		"telemetry.enabled=false (no meshConfig.defaultProviders.metrics: no metrics provider, no stats filters)",
 		"meshConfig.defaultConfig.proxyMetadata.ISTIO_META_ENABLE_HBONE=false (sidecars not HBONE-enabled)",
-		"no WasmPlugin objects; one Telemetry, only during rollout.503-attribution: access logging (built-in envoy provider) for the sidecar-mode fortio client's outbound requests")
+		"no WasmPlugin objects; one Telemetry, only during the sidecar T1 baseline run (rollout.baseline's, read by rollout.503-attribution): access logging (built-in envoy provider) for the sidecar-mode fortio client's outbound requests")
 }
 
 // WaypointAdaptations says, one line each, what a waypoint of proxy kind k

@@ -89,3 +89,38 @@ func TestWriteCountsSharedLoadsOnceAndStatesUnknownCosts(t *testing.T) {
 		t.Errorf("plan with costs:\n%s", b.String())
 	}
 }
+
+// Sidecar's T1 baseline run, declared by its four readers (rollout.baseline,
+// rollout.no-response-cause, rollout.503-attribution and, from ambient-l7,
+// rollout.l7-vs-sidecar beside ambient-l7's own run), is counted once and
+// shared three times. The negative control declares the attribution's run
+// under a name of its own (the old rollout-sidecar-accesslog): the same
+// load otherwise, it is counted as a second run.
+func TestWriteCountsOneRunForEveryReaderOfTheSameLoad(t *testing.T) {
+	l7 := t1
+	l7.Name, l7.Mode = "rollout-ambient-l7-baseline", mode.AmbientL7
+	specs := func(attribution loadplan.Load) []loadplan.Spec {
+		return []loadplan.Spec{
+			{Claim: "rollout.baseline", Mode: mode.Sidecar, Loads: []loadplan.Load{t1}},
+			{Claim: "rollout.no-response-cause", Mode: mode.Sidecar, Loads: []loadplan.Load{t1}},
+			{Claim: "rollout.503-attribution", Mode: mode.Sidecar, Loads: []loadplan.Load{attribution}},
+			{Claim: "rollout.l7-vs-sidecar", Mode: mode.AmbientL7, Loads: []loadplan.Load{l7, t1}},
+		}
+	}
+	modes := []mode.Mode{mode.Sidecar, mode.AmbientL7}
+	var b bytes.Buffer
+	e := loadplan.Write(&b, modes, 0.05, specs(t1), nil)
+	if e.Loads != 2*t1.Duration || e.Shared != 3 || !strings.Contains(b.String(), "(2 distinct, 3 uses shared)") {
+		t.Fatalf("loads %s (want %s), shared %d (want 3)\n%s", e.Loads, 2*t1.Duration, e.Shared, b.String())
+	}
+	if n := strings.Count(b.String(), "rollout-sidecar-baseline (shared with rollout.baseline [sidecar])"); n != 3 {
+		t.Errorf("%d uses shared with rollout.baseline, want 3:\n%s", n, b.String())
+	}
+	own := t1
+	own.Name = "rollout-sidecar-accesslog"
+	b.Reset()
+	e = loadplan.Write(&b, modes, 0.05, specs(own), nil)
+	if e.Loads != 3*t1.Duration || e.Shared != 2 {
+		t.Fatalf("a run of its own: loads %s (want %s), shared %d (want 2)\n%s", e.Loads, 3*t1.Duration, e.Shared, b.String())
+	}
+}

@@ -15,11 +15,11 @@ import (
 	"github.com/meshclaims/meshclaims/framework/converge"
 	"github.com/meshclaims/meshclaims/framework/envoylog"
 	"github.com/meshclaims/meshclaims/framework/load"
-	"github.com/meshclaims/meshclaims/framework/loadplan"
 	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/podtimeline"
 	"github.com/meshclaims/meshclaims/framework/spec"
 	"github.com/meshclaims/meshclaims/framework/verdict"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // NoUpstream is the category of a 503 the proxy answered without choosing
@@ -78,42 +78,85 @@ func Attribute503s(entries []envoylog.Entry, tl podtimeline.Timeline, echoHost s
 	return m
 }
 
-// RolloutAccessLog is rollout.503-attribution's run: GUIDE T1 (the claim's
-// setup, as rollout.baseline's) in a run of its own, since the access log
-// it needs is on only here: the client's sidecar logs its outbound requests
-// (fixtures.ClientAccessLog, deleted when the spec ends; its config dump
-// read until the file access log is there, and after the delete until it is
-// gone), shown working by probe requests that must appear in the log
-// before the load; echo's pods
-// are watched throughout; afterwards each 503 the sidecar logged for echo
-// is placed on the pod timeline (Attribute503s).
-func RolloutAccessLog(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
-	mesh, err := ClusterOf(r)
-	if err != nil {
-		return verdict.Measurement{}, err
+// AccessLogOn says whether the T1 run in mode m with hardening h has the
+// client sidecar's access log on: the sidecar baseline run, the one run
+// rollout.503-attribution reads with rollout.baseline,
+// rollout.no-response-cause and rollout.l7-vs-sidecar (RolloutLoad), so
+// that it is never run twice. Only sidecar mode has a client sidecar (and
+// 503-attribution only that mode); no hardened run has the log on.
+func AccessLogOn(m mode.Mode, h fixtures.Hardening) bool {
+	return m == mode.Sidecar && !h.Any()
+}
+
+// AccessLogCapture is what the T1 run with the access log on
+// (AccessLogOn) kept for rollout.503-attribution before the log was turned
+// off again: the 503s the client's sidecar logged for echo's cluster
+// during the load, echo's pod timeline over it, and the load's window.
+type AccessLogCapture struct {
+	EchoHost string
+	From, To time.Time // the load's, on the engine's clock
+	// Echo503s are the access log's 503 lines for echo's cluster (only503)
+	// from the load's start on; Lines counts every line read.
+	Echo503s []envoylog.Entry
+	Lines    int
+	Timeline podtimeline.Timeline
+	// Incomplete says why the log may lack the load's last lines (the
+	// flush wait's error): the 503s it lacks are counted unattributed.
+	Incomplete string
+	// Err says why there is no attribution (the log's probes never
+	// appeared, the pod watch failed): rollout.503-attribution fails with
+	// it, while the run's other readers keep their measurement, which the
+	// log's state does not touch.
+	Err error
+}
+
+// accessLogRun is the client's access log on for one T1 run in mode m:
+// the Telemetry, the sidecar's log and echo's pod watch.
+type accessLogRun struct {
+	r        *spec.Run
+	proxyLog load.PodLogs
+	watch    *podtimeline.Recorder
+	capture  *AccessLogCapture
+	// remove deletes the Telemetry and waits until the sidecar has
+	// dropped the log; removed says it did.
+	remove  func(context.Context) error
+	removed bool
+}
+
+// startAccessLog turns on the client's access log in mode m for one T1
+// run (fixtures.ClientAccessLog) and waits until the sidecar's config dump
+// has the file access log; then the positive control: probe requests made
+// now must appear in the log, in Istio's format, for echo's cluster. An
+// error applying or awaiting the Telemetry fails the run (the log could
+// otherwise arrive under the load, a listener update measured as part of
+// it); a probe that never appears is the capture's Err. The Telemetry is
+// removed by off, when the run has read the log; off is also deferred to
+// the end of the spec that runs the load, for a run that fails before.
+func startAccessLog(ctx context.Context, r *spec.Run, mesh *spec.Cluster, m mode.Mode) (*accessLogRun, error) {
+	ns := m.Namespace()
+	tel := fixtures.ClientAccessLog(fixtures.Target{Namespace: ns, Run: r.Env.Config.RunID})
+	a := &accessLogRun{r: r, capture: &AccessLogCapture{EchoHost: fmt.Sprintf("%s.%s.svc.cluster.local", fixtures.EchoName, ns)},
+		remove: func(ctx context.Context) error {
+			if err := mesh.Applier.Phase(ctx, "delete Telemetry "+ns+"/"+tel.Name, func(ctx context.Context) error {
+				return client.IgnoreNotFound(mesh.Applier.Client().Delete(ctx, tel))
+			}); err != nil {
+				return err
+			}
+			return AwaitRemoved(ctx, r, tel)
+		}}
+	if err := mesh.Applier.Apply(ctx, tel); err != nil {
+		return nil, err
 	}
-	m, ns := r.Mode, r.Namespace()
-	s, err := rolloutSpec(r, m)
-	if err != nil {
-		return verdict.Measurement{}, err
+	r.Defer(a.off)
+	if err := AwaitApplied(ctx, r, tel); err != nil {
+		return nil, err
 	}
-	tel := fixtures.ClientAccessLog(Target(r))
-	// Registered before Apply's own undo, so it runs after the delete: the
-	// next spec starts only once the client's sidecar has dropped the log
-	// (a listener update under its load would be measured).
-	r.Defer(func(ctx context.Context) error { return AwaitRemoved(ctx, r, tel) })
-	if err := ApplyAndAwait(ctx, r, tel); err != nil {
-		return verdict.Measurement{}, err
-	}
-	c := InMesh(r)
+	c := InMeshOf(r, m)
 	pod, err := mesh.Kube.OneReadyPod(ctx, c.Namespace, c.Selector)
 	if err != nil {
-		return verdict.Measurement{}, err
+		return nil, err
 	}
-	proxyLog := load.PodLogs{Client: mesh.Kube.Client, Namespace: ns, Pod: pod.Name, Container: ProxyContainer}
-	echoHost := fmt.Sprintf("%s.%s.svc.cluster.local", fixtures.EchoName, ns)
-	// The positive control: requests made now appear in the sidecar's
-	// access log, in Istio's format, for echo's cluster.
+	a.proxyLog = load.PodLogs{Client: mesh.Kube.Client, Namespace: ns, Pod: pod.Name, Container: ProxyContainer}
 	probes := 0
 	w, err := converge.Until(ctx, pushPolicy(r), "the client's sidecar to log its requests to echo (access log probes)", func(ctx context.Context) (bool, string, error) {
 		probes++
@@ -127,12 +170,12 @@ func RolloutAccessLog(ctx context.Context, r *spec.Run) (verdict.Measurement, er
 			return false, "", err
 		}
 		lw, err := converge.Until(ctx, converge.Policy{Poll: r.Env.Config.Timeouts.ConvergePoll, Times: 1, Limit: r.Env.Config.Timeouts.LogFlush}, "probe "+marker+" in the access log", func(ctx context.Context) (bool, string, error) {
-			entries, err := accessLog(ctx, proxyLog, start, time.Now())
+			entries, err := accessLog(ctx, a.proxyLog, start, time.Now())
 			if err != nil {
 				return false, "", err
 			}
 			for _, e := range entries {
-				if strings.Contains(e.Path, marker) && strings.HasSuffix(e.UpstreamCluster, "||"+echoHost) {
+				if strings.Contains(e.Path, marker) && strings.HasSuffix(e.UpstreamCluster, "||"+a.capture.EchoHost) {
 					return true, fmt.Sprintf("%s %s -> %s (%d)", e.Method, e.Path, e.UpstreamHost, e.Code), nil
 				}
 			}
@@ -142,41 +185,68 @@ func RolloutAccessLog(ctx context.Context, r *spec.Run) (verdict.Measurement, er
 	})
 	r.AddWait(w)
 	if err != nil {
-		return verdict.Measurement{}, fmt.Errorf("the access log Telemetry did not take effect on %s/%s: %w", ns, pod.Name, err)
+		a.capture.Err = fmt.Errorf("the access log Telemetry did not take effect on %s/%s: %w", ns, pod.Name, err)
+		r.Logf("%v; the run goes on without the 503 attribution", a.capture.Err)
 	}
-	if err := Quiesce(ctx, r, m); err != nil {
-		return verdict.Measurement{}, err
-	}
-	if err := mesh.Kube.CheckWrite(ctx); err != nil {
-		return verdict.Measurement{}, err
+	return a, nil
+}
+
+// startWatch watches echo's pods from now until finish; a watch that
+// cannot start is the capture's Err.
+func (a *accessLogRun) startWatch(ctx context.Context, mesh *spec.Cluster, ns string) {
+	if a.capture.Err != nil {
+		return
 	}
 	rec, err := podtimeline.Watch(ctx, mesh.Kube.Client, ns, fixtures.LabelApp+"="+fixtures.EchoName)
 	if err != nil {
-		return verdict.Measurement{}, err
+		a.capture.Err = fmt.Errorf("echo's pod timeline: %w", err)
+		return
 	}
-	driver, err := NewDeploymentDriver(mesh, ns, fixtures.EchoName)
-	if err != nil {
-		_, _ = rec.Stop()
-		return verdict.Measurement{}, err
+	a.watch = rec
+}
+
+// stopWatch ends the pod watch (if one runs) and keeps its timeline.
+func (a *accessLogRun) stopWatch() {
+	if a.watch == nil {
+		return
 	}
-	r.SetSetup("%s, restart loop with %s limit; the client's sidecar logging its outbound requests (Telemetry %s, provider %s), echo's pods watched",
-		DescribeLoad(r, s), r.Env.Config.Timeouts.RolloutComplete, fixtures.ClientAccessLogName, fixtures.AccessLogProvider)
-	res, err := underLoad(ctx, r, c, accessLogName(m), s, driver)
-	tl, werr := rec.Stop()
-	if err != nil {
-		return verdict.Measurement{}, err
+	tl, err := a.watch.Stop()
+	a.watch = nil
+	if err != nil && a.capture.Err == nil {
+		a.capture.Err = fmt.Errorf("the pod timeline is incomplete: %w", err)
 	}
-	if werr != nil {
-		return verdict.Measurement{}, fmt.Errorf("the pod timeline is incomplete: %w", werr)
+	a.capture.Timeline = tl
+}
+
+// finish ends the capture of load run: the pod watch stops, the load's
+// lines are read once the log has them, only echo's 503s are kept, and
+// the access log is turned off again (off) before the run returns, so no
+// later load (a hardened run in the same spec, a latency spec after it)
+// is measured with it.
+func (a *accessLogRun) finish(ctx context.Context, run *load.Run) *AccessLogCapture {
+	a.stopWatch()
+	if a.capture.Err == nil {
+		a.read(ctx, run)
 	}
-	from, to := res.Load.Start, res.Load.End
-	// The load's last requests reach the log within Envoy's flush interval
-	// (pilot-agent starts it with --file-flush-interval-msec 1000, istio
-	// pkg/envoy/proxy.go) and the kubelet's: wait for a line stamped at the
-	// end of the load.
+	if err := a.off(ctx); err != nil {
+		// The capture is complete; the spec's clean-up tries again and
+		// fails the spec if the log stays on.
+		a.r.Logf("the client's access log is not off yet: %v", err)
+	}
+	return a.capture
+}
+
+// read waits until the access log has a line stamped at the load's end and
+// keeps the load's 503s for echo. The load's last requests reach the log
+// within Envoy's flush interval (pilot-agent starts it with
+// --file-flush-interval-msec 1000, istio pkg/envoy/proxy.go) and the
+// kubelet's.
+func (a *accessLogRun) read(ctx context.Context, run *load.Run) {
+	r, c := a.r, a.capture
+	c.From, c.To = run.Start, run.End
 	var entries []envoylog.Entry
 	lw, err := converge.Until(ctx, converge.Policy{Poll: r.Env.Config.Timeouts.ConvergePoll, Times: 1, Limit: r.Env.Config.Timeouts.LogFlush}, "the load's last requests in the access log", func(ctx context.Context) (bool, string, error) {
-		es, err := accessLog(ctx, proxyLog, from, time.Now())
+		es, err := accessLog(ctx, a.proxyLog, c.From, time.Now())
 		if err != nil {
 			return false, "", err
 		}
@@ -187,25 +257,81 @@ func RolloutAccessLog(ctx context.Context, r *spec.Run) (verdict.Measurement, er
 				last = e.Start
 			}
 		}
-		return !last.Before(to.Add(-2 * time.Second)), fmt.Sprintf("%d lines, last at %s", len(es), last.Format(time.RFC3339Nano)), nil
+		return !last.Before(c.To.Add(-2 * time.Second)), fmt.Sprintf("%d lines, last at %s", len(es), last.Format(time.RFC3339Nano)), nil
 	})
 	r.AddWait(lw)
 	if err != nil {
+		c.Incomplete = err.Error()
 		r.Logf("access log: %v (the 503s it lacks are counted unattributed)", err)
 	}
-	got := Attribute503s(entries, tl, echoHost, from.Add(-time.Second), to.Add(time.Second), res.Count503())
-	got.Total, got.Count, got.NoResponse = verdict.Int64(res.Requests()), verdict.Int64(res.Count503()), verdict.Int64(res.Load.SocketErrors())
-	got.Extra["cycles"] = float64(len(res.Cycles))
-	got.Extra["pods_seen"] = float64(len(tl.Pods))
+	c.Lines, c.Echo503s = len(entries), only503(entries, c.EchoHost)
+	r.Logf("access log: %d lines over the load, %d of them 503s for %s; %d pods of echo seen", c.Lines, len(c.Echo503s), c.EchoHost, len(c.Timeline.Pods))
+}
+
+// off deletes the Telemetry and waits until the client's sidecar no longer
+// has the file access log (AwaitRemoved: its config dump), once; the spec's
+// clean-up calls it again, which does nothing after a removal that worked
+// and tries again after one that failed.
+func (a *accessLogRun) off(ctx context.Context) error {
+	a.stopWatch()
+	if a.removed {
+		return nil
+	}
+	if err := a.remove(ctx); err != nil {
+		return err
+	}
+	a.removed = true
+	return nil
+}
+
+// RolloutAccessLog is rollout.503-attribution's measurement: GUIDE T1's
+// baseline run in sidecar mode (RolloutLoad, shared with rollout.baseline,
+// rollout.no-response-cause and rollout.l7-vs-sidecar), which has the
+// client sidecar's access log on and echo's pods watched (AccessLogOn);
+// each 503 the sidecar logged for echo is placed on the pod timeline
+// (Attribute503s).
+func RolloutAccessLog(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
+	res, err := RolloutLoad(ctx, r, r.Mode, fixtures.Hardening{})
+	if err != nil {
+		return verdict.Measurement{}, err
+	}
+	got, err := AttributionOf(res, r.Mode)
+	if err != nil {
+		return verdict.Measurement{}, err
+	}
+	c := res.AccessLog
 	if b, err := json.Marshal(struct {
 		Pods []podtimeline.Pod
 		Only []envoylog.Entry `json:"503s"`
-	}{tl.Pods, only503(entries, echoHost)}); err == nil {
-		if err := r.SaveRaw("rollout-"+string(m)+"-503-attribution", b, nil); err != nil {
+	}{c.Timeline.Pods, c.Echo503s}); err == nil {
+		if err := r.SaveRaw("rollout-"+string(r.Mode)+"-503-attribution", b, nil); err != nil {
 			return verdict.Measurement{}, err
 		}
 	}
+	if c.Incomplete != "" {
+		r.Logf("access log: %s (the 503s it lacks are counted unattributed)", c.Incomplete)
+	}
 	r.Logf("503 attribution: %s", got.Detail)
+	return got, nil
+}
+
+// AttributionOf is rollout.503-attribution's measurement of T1 run res in
+// mode m: its 503s as the access log it carried places them
+// (Attribute503s over the load's window, a second either side), with the
+// run's requests, 503s and -1s. A run without the access log, or whose
+// capture failed, is an error.
+func AttributionOf(res *RolloutResult, m mode.Mode) (verdict.Measurement, error) {
+	c := res.AccessLog
+	if c == nil {
+		return verdict.Measurement{}, fmt.Errorf("the T1 run %s has no access log on (AccessLogOn)", res.Load.Name)
+	}
+	if c.Err != nil {
+		return verdict.Measurement{}, fmt.Errorf("T1 run %s in %s: %w", res.Load.Name, m, c.Err)
+	}
+	got := Attribute503s(c.Echo503s, c.Timeline, c.EchoHost, c.From.Add(-time.Second), c.To.Add(time.Second), res.Count503())
+	got.Total, got.Count, got.NoResponse = verdict.Int64(res.Requests()), verdict.Int64(res.Count503()), verdict.Int64(res.Load.SocketErrors())
+	got.Extra["cycles"] = float64(len(res.Cycles))
+	got.Extra["pods_seen"] = float64(len(c.Timeline.Pods))
 	return got, nil
 }
 
@@ -267,18 +393,4 @@ func flagsText(extra map[string]float64) string {
 		return "none"
 	}
 	return strings.Join(parts, ", ")
-}
-
-func accessLogName(m mode.Mode) string { return "rollout-" + string(m) + "-accesslog" }
-
-// AccessLogLoads declares RolloutAccessLog's T1 run: its own, since the
-// client's access log is on for it alone.
-func AccessLogLoads(r *spec.Run) ([]loadplan.Load, error) {
-	s, err := rolloutSpec(r, r.Mode)
-	if err != nil {
-		return nil, err
-	}
-	l := Declared(r.Mode, accessLogName(r.Mode), s)
-	l.Restarts = true
-	return []loadplan.Load{l}, nil
 }

@@ -26,12 +26,15 @@ import (
 )
 
 // RolloutResult is one T1 run: the load, the restart cycles, and the -1s
-// placed on the cycles' timeline.
+// placed on the cycles' timeline; AccessLog is what the client sidecar's
+// access log and echo's pod watch kept of it, in the run that has them
+// (AccessLogOn), else nil.
 type RolloutResult struct {
-	Load     *load.Run
-	Cycles   []rollout.Cycle
-	PerCycle []int // explained -1s per cycle
-	Before   int   // explained -1s before the first cycle
+	Load      *load.Run
+	Cycles    []rollout.Cycle
+	PerCycle  []int // explained -1s per cycle
+	Before    int   // explained -1s before the first cycle
+	AccessLog *AccessLogCapture
 }
 
 // Requests is the number of requests of the load.
@@ -63,16 +66,21 @@ var rollouts sharedMeasurement[*RolloutResult]
 // 16 keep-alive connections, 600 s, scaled), -allow-initial-errors, while
 // deployment/echo is restarted and waited for (60 s limit) again and again
 // until the load ends. With a non-zero hardening, echo is patched first (and
-// restored after). Shared per mode, hardening and load between the claims
-// that state the same load (rollout.baseline, rollout.l7-vs-sidecar, the
-// hardened runs' references).
+// restored after). Shared per mode, hardening and load (rolloutKey) between
+// the claims that state the same load (rollout.baseline,
+// rollout.no-response-cause, rollout.l7-vs-sidecar, rollout.503-attribution,
+// the hardened runs' references): whichever of them runs first makes it.
+// The sidecar baseline run (AccessLogOn) also has the client sidecar's
+// access log on and echo's pods watched for rollout.503-attribution: the
+// Telemetry is applied and shown working before the load and removed (and
+// awaited removed) as soon as the run has read the log, before RolloutLoad
+// returns, so no later load is measured with it.
 func RolloutLoad(ctx context.Context, r *spec.Run, m mode.Mode, h fixtures.Hardening) (*RolloutResult, error) {
 	s, err := rolloutSpec(r, m)
 	if err != nil {
 		return nil, err
 	}
-	key := fmt.Sprintf("%s/%s/%+v/%g/%d/%s", r.Env.Config.RunID, m, h, s.QPS, s.Connections, s.Duration)
-	return rollouts.get(r, key, func() (*RolloutResult, error) {
+	return rollouts.get(r, rolloutKey(r, m, h, s), func() (*RolloutResult, error) {
 		mesh, err := ClusterOf(r)
 		if err != nil {
 			return nil, err
@@ -82,12 +90,22 @@ func RolloutLoad(ctx context.Context, r *spec.Run, m mode.Mode, h fixtures.Harde
 				return nil, err
 			}
 		}
+		var logged *accessLogRun
+		if AccessLogOn(m, h) {
+			if logged, err = startAccessLog(ctx, r, mesh, m); err != nil {
+				return nil, err
+			}
+			defer logged.stopWatch()
+		}
 		if err := Quiesce(ctx, r, m); err != nil {
 			return nil, err
 		}
-		r.SetSetup("%s, restart loop with %s limit; hardening %+v", DescribeLoad(r, s), r.Env.Config.Timeouts.RolloutComplete, h)
+		r.SetSetup("%s", rolloutSetup(r, m, h, s))
 		if err := mesh.Kube.CheckWrite(ctx); err != nil {
 			return nil, err
+		}
+		if logged != nil {
+			logged.startWatch(ctx, mesh, m.Namespace())
 		}
 		driver, err := NewDeploymentDriver(mesh, m.Namespace(), fixtures.EchoName)
 		if err != nil {
@@ -97,8 +115,36 @@ func RolloutLoad(ctx context.Context, r *spec.Run, m mode.Mode, h fixtures.Harde
 		if err != nil {
 			return nil, err
 		}
+		if logged != nil {
+			res.AccessLog = logged.finish(ctx, res.Load)
+		}
 		return res, nil
 	})
+}
+
+// rolloutSetup is the setup T1 run (m, h) of load s states: the load, the
+// restart loop's limit, the hardening and, in the run with the access log
+// on, that it was.
+func rolloutSetup(r *spec.Run, m mode.Mode, h fixtures.Hardening, s load.Spec) string {
+	setup := fmt.Sprintf("%s, restart loop with %s limit; hardening %+v", DescribeLoad(r, s), r.Env.Config.Timeouts.RolloutComplete, h)
+	if AccessLogOn(m, h) {
+		setup += "; " + accessLogSetup
+	}
+	return setup
+}
+
+// accessLogSetup is what the setup of the run with the access log on
+// (AccessLogOn) says of it: the record of every claim that reads the run
+// (rollout.baseline's too) states that the access log was on.
+var accessLogSetup = fmt.Sprintf("the client's sidecar had its access log on during the load, for rollout.503-attribution (Telemetry %s, provider %s: Envoy's file logger, one line per request buffered and written by its flush thread each second; applied and shown working before the load, removed after it, no listener change during it), echo's pods watched",
+	fixtures.ClientAccessLogName, fixtures.AccessLogProvider)
+
+// rolloutKey is the T1 run's key among the shared runs: one per run, mode,
+// hardening and load. Every claim that states the same load in mode m
+// (whatever its own mode: rollout.l7-vs-sidecar reads sidecar's) gets the
+// same key, so the run is made once.
+func rolloutKey(r *spec.Run, m mode.Mode, h fixtures.Hardening, s load.Spec) string {
+	return fmt.Sprintf("%s/%s/%+v/%g/%d/%s", r.Env.Config.RunID, m, h, s.QPS, s.Connections, s.Duration)
 }
 
 // rolloutSpec is T1's load against mode m's echo as the claim's setup

@@ -22,9 +22,10 @@ const guideCycle = 14 * time.Second
 // bands: only when every spec that reads it declares it as its only load
 // and judges its 503 (and no-response) rates against bands
 // (verdict.RateBands). A load another claim reads for something else (the
-// baseline run's -1 causes, the l7-vs-sidecar ratio, hardening factors
-// recorded beside the judged one) runs its full duration: its other
-// verdicts are not certain. why says why not.
+// baseline run's -1 causes, its 503s' attribution in sidecar mode, the
+// l7-vs-sidecar ratio, hardening factors recorded beside the judged one)
+// runs its full duration: its other verdicts are not certain. why says
+// why not.
 func Stoppable(ctx context.Context, r *spec.Run, name string) (names []string, bands []sequential.Band, noResponse []bool, why string) {
 	if r.Env == nil || r.Env.Config == nil || r.Env.Registry == nil {
 		return nil, nil, nil, "no run configuration"

@@ -14,7 +14,9 @@ import (
 
 // Scenario: fortio 100 qps, 16 keep-alive connections, 600 s (scaled),
 // -allow-initial-errors; meanwhile restart deployment/echo and wait (60 s
-// limit) again and again until the load ends.
+// limit) again and again until the load ends. In sidecar mode the client's
+// sidecar logs its outbound requests during the run and echo's pods are
+// watched, for rollout.503-attribution, which reads the same run.
 // Expectation: GUIDE's 503 and -1 rates per mode; no mesh is recorded.
 var _ = spec.Declare(spec.Def{
 	Claim:    "rollout.baseline",
