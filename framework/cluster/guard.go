@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -67,6 +68,9 @@ type Guard struct {
 	// noSelector is set for guards without a kubeconfig to watch (a REST
 	// config handed in directly); only the UID check runs then.
 	noSelector bool
+	// checks counts Check calls: every write phase asks first, so zero
+	// means the run has written nothing through the guarded clients.
+	checks atomic.Int64
 }
 
 var _ WriteGuard = (*Guard)(nil)
@@ -147,6 +151,11 @@ func kubeSystemUID(ctx context.Context, client kubernetes.Interface, waitForCrea
 	}
 }
 
+// WritePhases is how many write phases asked the guard (Check calls, each
+// before its writes, whatever the answer). Zero: nothing was written through
+// a guarded client, so there is nothing of the run's to delete.
+func (g *Guard) WritePhases() int64 { return g.checks.Load() }
+
 // Pinned is the identity recorded at start.
 func (g *Guard) Pinned() Identity { return g.pinned }
 
@@ -156,6 +165,7 @@ func (g *Guard) Pinned() Identity { return g.pinned }
 // prevents the proof (kubeconfig unreadable, API server unreachable) is
 // returned as is, and also means abort: the guard fails closed.
 func (g *Guard) Check(ctx context.Context) error {
+	g.checks.Add(1)
 	if !g.noSelector {
 		server, err := g.selector.Server()
 		if err != nil {

@@ -214,6 +214,9 @@ func (s *Suite) up(ctx context.Context) error {
 		return fmt.Errorf("provider %s: %w", cfg.Provider, err)
 	}
 	guard, _ := cluster.GuardFrom(ctx)
+	s.mu.Lock()
+	s.guard = guard
+	s.mu.Unlock()
 	rc := provider.RESTConfig()
 	k, err := kube.New(rc, guard)
 	if err != nil {
@@ -266,7 +269,6 @@ func (s *Suite) up(ctx context.Context) error {
 	mesh := &spec.Cluster{Kube: k, Applier: applier, Options: opts}
 	s.mu.Lock()
 	s.Cluster = mesh
-	s.guard = guard
 	s.mu.Unlock()
 	if err := s.loadArchives(ctx); err != nil {
 		return err
@@ -525,7 +527,7 @@ func (s *Suite) stopUp() {
 func (s *Suite) down(ctx context.Context, failed bool) error {
 	s.stopUp()
 	s.mu.Lock()
-	provider, cleaner, installer, env, results := s.provider, s.cleaner, s.installer, s.envInfo, s.Results
+	provider, cleaner, installer, env, results, guard := s.provider, s.cleaner, s.installer, s.envInfo, s.Results, s.guard
 	s.mu.Unlock()
 	var errs []error
 	if results != nil {
@@ -551,7 +553,12 @@ func (s *Suite) down(ctx context.Context, failed bool) error {
 	if s.Cfg.KeepCluster {
 		return errors.Join(errs...)
 	}
-	if cleaner != nil {
+	if cleaner != nil && installer == nil && guard != nil && guard.WritePhases() == 0 {
+		// Set-up stopped before its first write (a refused cluster, say):
+		// a sweep of every resource type would find nothing and takes
+		// half a minute on a cluster with many CRDs.
+		s.logf("clean-up: nothing to delete (no write phase began; the write guard was never asked)")
+	} else if cleaner != nil {
 		rep, err := cleaner.Run(ctx)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("clean-up: %w", err))

@@ -82,7 +82,8 @@ func TestExistingProviderBadInputFailsBeforeAnyWrite(t *testing.T) {
 			[]string{`context "qual-typo" does not exist`, `accepted: one of its contexts "qual"`}},
 		// envtest's API server runs no CNI: no DaemonSet enforces NetworkPolicy.
 		{"cluster without NetworkPolicy enforcement", reg.DockerConfigDir, []string{"-context=qual", "-image-registry=" + reg.Host, "-image-registry-ca=" + reg.CAFile},
-			[]string{"need NetworkPolicy enforcement (netpol.app-port-only [none]", "this cluster shows no enforcer", "-netpol-enforcer=NAME", "Nothing was written"}},
+			[]string{"need NetworkPolicy enforcement (netpol.app-port-only [none]", "this cluster shows no enforcer", "-netpol-enforcer=NAME", "Nothing was written",
+				"clean-up: nothing to delete (no write phase began"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
