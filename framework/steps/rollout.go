@@ -32,6 +32,9 @@ type RolloutResult struct {
 	Cycles   []rollout.Cycle
 	PerCycle []int // explained -1s per cycle
 	Before   int   // explained -1s before the first cycle
+	// AtOnce is set when the load ran at once with other modes'
+	// (-concurrent-modes, concurrent.go); nil when it ran alone.
+	AtOnce *AtOnce
 }
 
 // Requests is the number of requests of the load.
@@ -54,6 +57,7 @@ func (x *RolloutResult) Measurement() verdict.Measurement {
 		worst = max(worst, n)
 	}
 	m.Extra["max_no_response_in_a_cycle"] = float64(worst)
+	x.AtOnce.addTo(m.Extra)
 	return m
 }
 
@@ -71,7 +75,10 @@ func RolloutLoad(ctx context.Context, r *spec.Run, m mode.Mode, h fixtures.Harde
 	if err != nil {
 		return nil, err
 	}
-	key := fmt.Sprintf("%s/%s/%+v/%g/%d/%s", r.Env.Config.RunID, m, h, s.QPS, s.Connections, s.Duration)
+	if res, ok, err := concurrentRollout(ctx, r, m, h, s); ok {
+		return res, err
+	}
+	key := rolloutKey(r, m, h, s)
 	return rollouts.get(r, key, func() (*RolloutResult, error) {
 		mesh, err := ClusterOf(r)
 		if err != nil {
@@ -127,6 +134,7 @@ func RolloutDeclared(r *spec.Run, m mode.Mode, h fixtures.Hardening) (loadplan.L
 	}
 	l := Declared(m, rolloutName(m, h), s)
 	l.Restarts = true
+	l.Alongside = rolloutAlongside(h, s)
 	return l, nil
 }
 
