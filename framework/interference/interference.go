@@ -176,6 +176,13 @@ func compareRate(name string, count func(Cycle) int64, alone, alongside []Cycle,
 		r.Unchecked = fmt.Sprintf("%d restart cycles alone and %d alongside; a per-cycle interval needs %d on each side", len(ra), len(rb), MinCycles)
 		return r, nil
 	}
+	// With few cycles no relabelling can be rare enough: the smallest
+	// two-sided p of an exact permutation test is 2 / C(n, alone). Then
+	// the rate is not judged rather than "no interference found".
+	if least := 2 / binomial(len(ra)+len(rb), len(ra)); least >= 1-confidence {
+		r.Unchecked = fmt.Sprintf("%d restart cycles alone and %d alongside: no difference of so few could reach p < %.2g (the smallest possible is %.2g)", len(ra), len(rb), 1-confidence, least)
+		return r, nil
+	}
 	if r.PerCycle, err = stats.MeanDifference(ra, rb, confidence); err != nil {
 		return Rate{}, err
 	}
@@ -239,6 +246,15 @@ const (
 func ReferenceDuration(d time.Duration) time.Duration {
 	r := time.Duration(float64(d) * ReferenceShare)
 	return min(d, max(r, ReferenceFloor))
+}
+
+// binomial is n choose k as a float (large values lose precision only).
+func binomial(n, k int) float64 {
+	c := 1.0
+	for i := 1; i <= k; i++ {
+		c = c * float64(n-k+i) / float64(i)
+	}
+	return c
 }
 
 func pct(x float64) string { return fmt.Sprintf("%.3g%%", 100*x) }

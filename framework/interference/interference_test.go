@@ -200,6 +200,16 @@ func TestTooFewCyclesAreNotJudged(t *testing.T) {
 	if c.Disturbed || !strings.Contains(c.String(), "interference not judged") || !strings.Contains(c.String(), "1 restart cycles alone") {
 		t.Fatalf("%s", c)
 	}
+	// 2 cycles alone (a 30 s reference at -duration-scale=0.05) and 3
+	// alongside: no relabelling of 5 cycles is rare enough, so the rates
+	// are not judged instead of "no interference found".
+	c, err = Compare("none", []string{"sidecar"}, clustered(rng, "alone", 2, 0.005, 0.001, 0.004), clustered(rng, "alongside", 3, 0.05, 0.001, 0.004), 0.95)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Rates[0].Unchecked == "" || !strings.Contains(c.String(), "no difference of so few could reach") {
+		t.Fatalf("2 vs 3 cycles judged: %s", c)
+	}
 	bad := Run{Cycles: []Cycle{{Requests: 10, Unavailable: 11}}}
 	if _, err := Compare("none", nil, bad, bad, 0.95); err == nil || !strings.Contains(err.Error(), "11 errors of 10") {
 		t.Fatalf("err %v", err)
