@@ -94,6 +94,7 @@ func TestMain(m *testing.M) {
 		usageError(err)
 	} else {
 		netPolSpecs = spec.Needing(chosen, steps.NeedNetPol.Name)
+		selected = chosen
 	}
 	if !suiteCfg.DryRun && !cfg.Plan {
 		if err := cfg.ClaimResultsDir(); err != nil {
@@ -135,6 +136,9 @@ var planned []spec.Planned
 
 // netPolSpecs are the selected specs that need NetworkPolicy enforcement.
 var netPolSpecs []string
+
+// selected are the planned specs the selection runs.
+var selected []spec.Planned
 
 func description() string { return "meshclaims " + strings.Join(modeNames(cfg.Modes), ",") }
 
@@ -180,6 +184,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	// cleaner as soon as each exists.
 	suite = setup.New(cfg, reg, GinkgoWriter)
 	suite.NetPolSpecs = netPolSpecs
+	suite.Selected = selected
 	// Ginkgo's own interrupt handling waits out its grace period for Up and
 	// skips the after-all on a second Ctrl-C; this starts deleting at once
 	// and once, and the after-all's Down waits for it.

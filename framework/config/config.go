@@ -113,6 +113,11 @@ type Config struct {
 	// PlanCosts is the results directory whose measured costs the plan
 	// reads; empty = the newest run of the same provider under ResultsRoot.
 	PlanCosts string
+	// ConcurrentModes runs the selected modes' rate loads (the T1 rollout
+	// runs) at once, each in its own namespace against its own echo, with
+	// an interference check in the same run (framework/interference);
+	// latency loads always run alone. Off: every load runs alone.
+	ConcurrentModes bool
 
 	// Istio's images (images.go): registry prefix and tag for the charts
 	// (empty: docker.io/istio and the -istio-version), and a directory of
@@ -176,6 +181,7 @@ func Register(fs *flag.FlagSet) *Config {
 	fs.BoolVar(&c.Sequential, "sequential", true, "stop a rollout load as soon as its verdict can no longer change (anytime-valid confidence sequences over restart cycles, at least 20 cycles; only loads every reader judges on their rates against bands); false runs the source's fixed durations")
 	fs.BoolVar(&c.Plan, "plan", false, "print the plan (per mode and spec the loads and their durations at -duration-scale, the set-up costs an earlier run measured, the estimated total) and run nothing; dry runs print it too")
 	fs.StringVar(&c.PlanCosts, "plan-costs", "", "results directory of an earlier run whose measured set-up costs the plan uses (default: the newest run of the same -provider under -results)")
+	fs.BoolVar(&c.ConcurrentModes, "concurrent-modes", false, "run the selected modes' rollout loads (GUIDE T1, the same claim's same load and hardening) at once, each in its own namespace against its own echo with its own restart loop, and check in the same run that one mode's rates and P50 alongside the others match a reference run alone; latency loads (T5, latency.*, sidecar cost) still run alone. Needs two or more modes")
 	registerImageFlags(fs, c)
 	return c
 }
@@ -242,6 +248,9 @@ func (c *Config) Validate(repoRoot string, now time.Time) error {
 		} else if !slices.Contains([]string{"iptables", "ipvs", "nftables"}, c.KindKubeProxyMode) {
 			bad("-kind-kube-proxy-mode=%q; accepted: iptables, ipvs, nftables (kind's none is refused: the suite installs no kube-proxy replacement, so no Service would answer)", c.KindKubeProxyMode)
 		}
+	}
+	if c.ConcurrentModes && len(modes) < 2 && err == nil {
+		bad("-concurrent-modes needs two or more modes to run at once, got -mode=%s; accepted: a comma list such as -mode=none,sidecar, or all", c.ModesFlag)
 	}
 	c.validateNetPolEnable(bad)
 	if c.IstioCharts != "" {

@@ -67,9 +67,11 @@ func TestRejectsBadValues(t *testing.T) {
 		`-netpol-enable-command="  " is blank; accepted: one sh command line`:            {"-provider=existing", "-netpol-enable-command=  "},
 		// The JSON's closing quote forgotten: sh cannot parse it.
 		`-netpol-enable-command="aws eks update-addon --configuration-values '{\"enableNetworkPolicy\":\"true\"}" is not a command line sh can parse`: {"-provider=existing", `-netpol-enable-command=aws eks update-addon --configuration-values '{"enableNetworkPolicy":"true"}`},
-		`-netpol-enable-timeout=0s must be positive`:                                {"-netpol-enable-timeout=0"},
-		`-netpol-enforcer applies to -provider=existing only (got -provider=local)`: {"-provider=local", "-netpol-enforcer=calico"},
-		`-netpol-enforcer="  " is blank; accepted: the enforcer's name`:             {"-provider=existing", "-netpol-enforcer=  "},
+		`-netpol-enable-timeout=0s must be positive`:                                                          {"-netpol-enable-timeout=0"},
+		`-netpol-enforcer applies to -provider=existing only (got -provider=local)`:                           {"-provider=local", "-netpol-enforcer=calico"},
+		`-netpol-enforcer="  " is blank; accepted: the enforcer's name`:                                       {"-provider=existing", "-netpol-enforcer=  "},
+		`-concurrent-modes needs two or more modes to run at once, got -mode=sidecar; accepted: a comma list`: {"-mode=sidecar", "-concurrent-modes"},
+		`-concurrent-modes needs two or more modes to run at once, got -mode=none,none`:                       {"-mode=none,none", "-concurrent-modes"},
 	}
 	for want, args := range cases {
 		_, err := parse(t, args...)
@@ -95,6 +97,20 @@ func TestAcceptsKindNodeImages(t *testing.T) {
 		}
 		if c.KindNodeImage != ref {
 			t.Errorf("KindNodeImage = %q, want %q", c.KindNodeImage, ref)
+		}
+	}
+}
+
+// Positive control for -concurrent-modes' rejection: two modes or all
+// pass; off by default.
+func TestAcceptsConcurrentModes(t *testing.T) {
+	if c, err := parse(t); err != nil || c.ConcurrentModes {
+		t.Fatalf("default: %v, ConcurrentModes %v; want off", err, c.ConcurrentModes)
+	}
+	for _, m := range []string{"none,sidecar", "all"} {
+		c, err := parse(t, "-mode="+m, "-concurrent-modes")
+		if err != nil || !c.ConcurrentModes {
+			t.Errorf("-mode=%s -concurrent-modes: %v", m, err)
 		}
 	}
 }

@@ -33,6 +33,14 @@ type Load struct {
 	// Restarts says a restart loop runs during the load (rollout loads):
 	// its unit of independence is the restart cycle.
 	Restarts bool `json:"restarts,omitempty"`
+	// Alongside keys the loads that may run at once under
+	// -concurrent-modes: the same load (same hardening, rate, connections
+	// and duration) in other modes' namespaces, each against its own echo
+	// with its own restart loop, so that one mode's run cannot touch
+	// another's workloads. Empty: the load always runs alone (latency
+	// loads: their percentiles are the claim, and a load of another mode
+	// on the same nodes moves them).
+	Alongside string `json:"alongside,omitempty"`
 }
 
 func (l Load) String() string {

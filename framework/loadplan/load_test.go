@@ -65,7 +65,7 @@ func TestWriteCountsSharedLoadsOnceAndStatesUnknownCosts(t *testing.T) {
 		{Claim: "mtls.plaintext-blocked", Mode: mode.Sidecar, Undeclared: true},
 	}
 	var b bytes.Buffer
-	e := loadplan.Write(&b, []mode.Mode{mode.None, mode.Sidecar}, 0.05, specs, nil)
+	e := loadplan.Write(&b, []mode.Mode{mode.None, mode.Sidecar}, 0.05, specs, nil, loadplan.Concurrency{})
 	out := b.String()
 	if want := 6*time.Second + time.Minute + 30*time.Second; e.Loads != want || e.Shared != 3 {
 		t.Fatalf("loads %s (want %s), shared %d (want 3)\n%s", e.Loads, want, e.Shared, out)
@@ -81,7 +81,7 @@ func TestWriteCountsSharedLoadsOnceAndStatesUnknownCosts(t *testing.T) {
 		loadplan.Key("rollout.baseline", mode.Sidecar):       20 * time.Second,
 		loadplan.Key("mtls.plaintext-blocked", mode.Sidecar): 40 * time.Second,
 	}}
-	e = loadplan.Write(&b, []mode.Mode{mode.None, mode.Sidecar}, 0.05, specs, costs)
+	e = loadplan.Write(&b, []mode.Mode{mode.None, mode.Sidecar}, 0.05, specs, costs, loadplan.Concurrency{})
 	if want := 5*time.Minute + time.Minute; e.Known != want || e.Unknown != 3 {
 		t.Fatalf("known %s (want %s), unknown %d (want 3)\n%s", e.Known, want, e.Unknown, b.String())
 	}
@@ -109,7 +109,7 @@ func TestWriteCountsOneRunForEveryReaderOfTheSameLoad(t *testing.T) {
 	}
 	modes := []mode.Mode{mode.Sidecar, mode.AmbientL7}
 	var b bytes.Buffer
-	e := loadplan.Write(&b, modes, 0.05, specs(t1), nil)
+	e := loadplan.Write(&b, modes, 0.05, specs(t1), nil, loadplan.Concurrency{})
 	if e.Loads != 2*t1.Duration || e.Shared != 3 || !strings.Contains(b.String(), "(2 distinct, 3 uses shared)") {
 		t.Fatalf("loads %s (want %s), shared %d (want 3)\n%s", e.Loads, 2*t1.Duration, e.Shared, b.String())
 	}
@@ -119,7 +119,7 @@ func TestWriteCountsOneRunForEveryReaderOfTheSameLoad(t *testing.T) {
 	own := t1
 	own.Name = "rollout-sidecar-accesslog"
 	b.Reset()
-	e = loadplan.Write(&b, modes, 0.05, specs(own), nil)
+	e = loadplan.Write(&b, modes, 0.05, specs(own), nil, loadplan.Concurrency{})
 	if e.Loads != 3*t1.Duration || e.Shared != 2 {
 		t.Fatalf("a run of its own: loads %s (want %s), shared %d (want 2)\n%s", e.Loads, 3*t1.Duration, e.Shared, b.String())
 	}

@@ -47,16 +47,29 @@ type Estimate struct {
 	Unknown int
 	// Shared counts load uses served by a load another spec runs.
 	Shared int
+	// AtOnce counts distinct loads that run at once with another
+	// (-concurrent-modes), in Groups groups: Loads counts each group's
+	// longest once. Reference is the interference check's run alone.
+	AtOnce, Groups int
+	Reference      time.Duration
 }
 
-// Total is the estimated wall time: loads plus the known costs.
-func (e Estimate) Total() time.Duration { return e.Loads + e.Known }
+// Total is the estimated wall time: loads, the interference check's
+// reference run and the known costs.
+func (e Estimate) Total() time.Duration { return e.Loads + e.Reference + e.Known }
 
 // Write prints the plan: per mode and spec its loads with their durations,
-// shared loads once, the costs measured in an earlier run where known and
-// the estimated total, and returns the estimate.
-func Write(w io.Writer, modes []mode.Mode, scale float64, specs []Spec, costs *Costs) Estimate {
+// shared loads once, loads that run at once (under at.On) with the group
+// they run in, the costs measured in an earlier run where known and the
+// estimated total, and returns the estimate.
+func Write(w io.Writer, modes []mode.Mode, scale float64, specs []Spec, costs *Costs, at Concurrency) Estimate {
 	var e Estimate
+	var groups map[string][]Load
+	if at.On {
+		groups = Groups(specs)
+	}
+	counted := map[string]string{} // group key -> the load it was counted with
+	var reference string           // the load of the first group, run alone too
 	names := make([]string, len(modes))
 	for i, m := range modes {
 		names[i] = string(m)
@@ -110,14 +123,38 @@ func Write(w io.Writer, modes []mode.Mode, scale float64, specs []Spec, costs *C
 						continue
 					}
 					seen[l] = Key(s.Claim, s.Mode)
-					e.Loads += l.Duration
-					fmt.Fprintf(w, "    %s\n", l)
+					g, atOnce := groups[l.Alongside]
+					switch {
+					case !atOnce:
+						e.Loads += l.Duration
+						fmt.Fprintf(w, "    %s\n", l)
+					case counted[l.Alongside] == "":
+						counted[l.Alongside] = l.Name
+						wall := GroupWall(g)
+						e.Loads += wall
+						e.Groups++
+						e.AtOnce += len(g)
+						if e.Groups == 1 && at.Reference != nil {
+							e.Reference, reference = at.Reference(l.Duration), l.Name
+						}
+						fmt.Fprintf(w, "    %s (at once with %s: %s for the %d; -concurrent-modes)\n", l, strings.Join(othersIn(g, l), ", "), wall, len(g))
+					default:
+						fmt.Fprintf(w, "    %s (at once with %s, counted there)\n", l, counted[l.Alongside])
+					}
 				}
 			}
 		}
 	}
-	fmt.Fprintf(w, "estimated total: %s = loads %s at full duration (%d distinct, %d uses shared) + measured costs %s",
-		e.Total().Round(time.Second), e.Loads, len(seen), e.Shared, e.Known.Round(time.Second))
+	if reference != "" {
+		fmt.Fprintf(w, "interference check: one reference run alone of the first group to run (in this order: %s), %s\n", reference, e.Reference)
+	}
+	if e.Groups > 0 {
+		fmt.Fprintf(w, "estimated total: %s = loads %s at full duration (%d distinct, %d uses shared; %d run at once in %d groups, each counted at its longest) + interference reference %s + measured costs %s",
+			e.Total().Round(time.Second), e.Loads, len(seen), e.Shared, e.AtOnce, e.Groups, e.Reference, e.Known.Round(time.Second))
+	} else {
+		fmt.Fprintf(w, "estimated total: %s = loads %s at full duration (%d distinct, %d uses shared) + measured costs %s",
+			e.Total().Round(time.Second), e.Loads, len(seen), e.Shared, e.Known.Round(time.Second))
+	}
 	if e.Unknown > 0 {
 		fmt.Fprintf(w, "; %d costs unknown, not included", e.Unknown)
 	}

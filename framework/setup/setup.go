@@ -60,6 +60,8 @@ type Suite struct {
 	// enforcement (spec.Needing): on -provider=existing the cluster is
 	// looked at for an enforcer before any write when there are any.
 	NetPolSpecs []string
+	// Selected are the specs the selection runs (spec.Env.Selected).
+	Selected []spec.Planned
 
 	out io.Writer
 
@@ -341,7 +343,7 @@ func (s *Suite) up(ctx context.Context) error {
 	if err := s.Results.SaveEnvironment(env); err != nil {
 		return err
 	}
-	s.Env = &spec.Env{Config: cfg, Registry: reg, Results: s.Results, Cluster: mesh, Where: where, Proxy: env.Proxy.Summary(), WaypointProxy: env.Proxy.SummaryFor(mode.AmbientL7), NoSidecarHBONE: s.noSidecarHBONE()}
+	s.Env = &spec.Env{Config: cfg, Registry: reg, Results: s.Results, Cluster: mesh, Where: where, Proxy: env.Proxy.Summary(), WaypointProxy: env.Proxy.SummaryFor(mode.AmbientL7), NoSidecarHBONE: s.noSidecarHBONE(), Selected: s.Selected, Note: s.note}
 	return nil
 }
 

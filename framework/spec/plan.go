@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/meshclaims/meshclaims/framework/interference"
 	"github.com/meshclaims/meshclaims/framework/loadplan"
 	"github.com/meshclaims/meshclaims/framework/report"
 )
@@ -75,5 +76,6 @@ func WritePlan(ctx context.Context, w io.Writer, planned []Planned, env *Env) (l
 	} else {
 		costs = report.LatestCosts(cfg.ResultsRoot, cfg.Provider, cfg.ResultsDir)
 	}
-	return loadplan.Write(w, cfg.Modes, cfg.DurationScale, specs, costs), nil
+	at := loadplan.Concurrency{On: cfg.ConcurrentModes, Reference: interference.ReferenceDuration}
+	return loadplan.Write(w, cfg.Modes, cfg.DurationScale, specs, costs, at), nil
 }

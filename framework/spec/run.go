@@ -42,6 +42,15 @@ type Env struct {
 	// they do not (upstream Envoy: istio.UpstreamEnvoyIstiodValues); empty
 	// under Istio's defaults, where the ambient profile's sidecars do.
 	NoSidecarHBONE string
+	// Selected are the specs the run's selection (-ginkgo.label-filter,
+	// focus, skip) runs; nil means every planned spec. Loads that run at
+	// once (-concurrent-modes) are started only for modes whose selected
+	// specs read them.
+	Selected []Planned
+	// Note adds a sentence to the run's environment notes, which the
+	// report prints above the tables (the interference check of
+	// -concurrent-modes); nil in dry runs and tests.
+	Note func(string)
 }
 
 // WhereFor is Where for a record of mode m: with the proxy beside it when

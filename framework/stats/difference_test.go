@@ -2,6 +2,8 @@ package stats
 
 import (
 	"math"
+	"math/rand/v2"
+	"strings"
 	"testing"
 )
 
@@ -47,5 +49,28 @@ func TestMeanDifferenceWelch(t *testing.T) {
 	}
 	if _, err := MeanDifference([]float64{1}, []float64{1, 2}, 0.95); err == nil {
 		t.Error("one run accepted")
+	}
+}
+
+func TestPermutationPValue(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 1))
+	same := []float64{0, 0.01, 0, 0.02, 0}
+	p, err := PermutationPValue(same, same, 999, rng)
+	if err != nil || p != 1 {
+		t.Fatalf("identical sides: p %g, %v; want 1", p, err)
+	}
+	p, err = PermutationPValue([]float64{0, 0.001, 0, 0.002, 0.001, 0}, []float64{0.03, 0.02, 0.04, 0.025, 0.035, 0.03}, 999, rng)
+	if err != nil || p > 0.01 {
+		t.Fatalf("separated sides: p %g, %v; want <= 0.01", p, err)
+	}
+	// Reproducible with the same seed.
+	a, b := []float64{0, 0.01, 0.03}, []float64{0.02, 0, 0.05, 0.01}
+	p1, _ := PermutationPValue(a, b, 999, rand.New(rand.NewPCG(7, 7)))
+	p2, _ := PermutationPValue(a, b, 999, rand.New(rand.NewPCG(7, 7)))
+	if p1 != p2 {
+		t.Fatalf("same seed gave %g and %g", p1, p2)
+	}
+	if _, err := PermutationPValue([]float64{1}, b, 99, rng); err == nil || !strings.Contains(err.Error(), "at least 2") {
+		t.Fatalf("one value accepted: %v", err)
 	}
 }

@@ -35,6 +35,9 @@ type RolloutResult struct {
 	PerCycle  []int // explained -1s per cycle
 	Before    int   // explained -1s before the first cycle
 	AccessLog *AccessLogCapture
+	// AtOnce is set when the load ran at once with other modes'
+	// (-concurrent-modes, concurrent.go); nil when it ran alone.
+	AtOnce *AtOnce
 }
 
 // Requests is the number of requests of the load.
@@ -57,6 +60,7 @@ func (x *RolloutResult) Measurement() verdict.Measurement {
 		worst = max(worst, n)
 	}
 	m.Extra["max_no_response_in_a_cycle"] = float64(worst)
+	x.AtOnce.addTo(m.Extra)
 	return m
 }
 
@@ -79,6 +83,9 @@ func RolloutLoad(ctx context.Context, r *spec.Run, m mode.Mode, h fixtures.Harde
 	s, err := rolloutSpec(r, m)
 	if err != nil {
 		return nil, err
+	}
+	if res, ok, err := concurrentRollout(ctx, r, m, h, s); ok {
+		return res, err
 	}
 	return rollouts.get(r, rolloutKey(r, m, h, s), func() (*RolloutResult, error) {
 		mesh, err := ClusterOf(r)
@@ -173,6 +180,7 @@ func RolloutDeclared(r *spec.Run, m mode.Mode, h fixtures.Hardening) (loadplan.L
 	}
 	l := Declared(m, rolloutName(m, h), s)
 	l.Restarts = true
+	l.Alongside = rolloutAlongside(h, s)
 	return l, nil
 }
 

@@ -37,12 +37,17 @@ func RunName(what string, i int) string { return fmt.Sprintf("%s-run%d", what, i
 // sharedMeasurement runs each shared measurement once per run and mode: GUIDE measured
 // percentiles, all-ok and the overhead from the same requests, and the
 // ambient-l7/sidecar ratio from the same rollout runs as rollout.baseline.
+// Each key has a lock of its own, so measurements of different keys may run
+// at once (-concurrent-modes: each mode's rollout load) while a second
+// caller of one key waits for the first.
 type sharedMeasurement[T any] struct {
 	mu   sync.Mutex
-	done map[string]sharedMeasurementEntry[T]
+	done map[string]*sharedMeasurementEntry[T]
 }
 
 type sharedMeasurementEntry[T any] struct {
+	mu    sync.Mutex // held while the first caller measures
+	ran   bool
 	v     T
 	err   error
 	raw   []string           // raw results the first run saved
@@ -50,23 +55,38 @@ type sharedMeasurementEntry[T any] struct {
 	setup string             // and the setup it stated
 }
 
+// entry is key's entry, made on first use.
+func (m *sharedMeasurement[T]) entry(key string) *sharedMeasurementEntry[T] {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.done == nil {
+		m.done = map[string]*sharedMeasurementEntry[T]{}
+	}
+	e, ok := m.done[key]
+	if !ok {
+		e = &sharedMeasurementEntry[T]{}
+		m.done[key] = e
+	}
+	return e
+}
+
 // get runs f once per key. A later spec that reuses the result also lists
 // the raw results and setup, so its report row points at the data it was
 // judged on.
 func (m *sharedMeasurement[T]) get(r *spec.Run, key string, f func() (T, error)) (T, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.done == nil {
-		m.done = map[string]sharedMeasurementEntry[T]{}
-	}
-	if e, ok := m.done[key]; ok {
+	e := m.entry(key)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.ran {
 		r.Reuse(e.raw, e.loads, e.setup)
 		return e.v, e.err
 	}
 	before, loadsBefore := len(r.Raw()), len(r.Loads())
 	v, err := f()
-	m.done[key] = sharedMeasurementEntry[T]{v: v, err: err, raw: append([]string(nil), r.Raw()[before:]...),
-		loads: append([]loadplan.LoadRan(nil), r.Loads()[loadsBefore:]...), setup: r.Setup()}
+	e.ran, e.v, e.err = true, v, err
+	e.raw = append([]string(nil), r.Raw()[before:]...)
+	e.loads = append([]loadplan.LoadRan(nil), r.Loads()[loadsBefore:]...)
+	e.setup = r.Setup()
 	return v, err
 }
 

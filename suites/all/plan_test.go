@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/meshclaims/meshclaims/fixtures"
 	"github.com/meshclaims/meshclaims/framework/config"
@@ -171,7 +172,7 @@ func TestSidecarBaselineRunPlannedOnce(t *testing.T) {
 				t.Fatalf("%d readers of %s planned, want %d", readers, ref.Name, wantReaders)
 			}
 			var b bytes.Buffer
-			e := loadplan.Write(&b, modes, 1, specs, nil)
+			e := loadplan.Write(&b, modes, 1, specs, nil, loadplan.Concurrency{})
 			listed, shared := planLines(b.String(), ref.Name)
 			if listed != 1 || shared != readers-1 {
 				t.Errorf("%s listed %d times and shared %d times, want once and %d times:\n%s", ref.Name, listed, shared, readers-1, b.String())
@@ -208,7 +209,7 @@ func TestSidecarBaselineRunPlannedOnce(t *testing.T) {
 				t.Errorf("a second declaration of the run passed the check: %v", err)
 			}
 			b.Reset()
-			e2 := loadplan.Write(&b, modes, 1, own, nil)
+			e2 := loadplan.Write(&b, modes, 1, own, nil, loadplan.Concurrency{})
 			if e2.Loads-e.Loads != ref.Duration {
 				t.Errorf("a run of its own adds %s to the plan, want %s", e2.Loads-e.Loads, ref.Duration)
 			}
@@ -237,4 +238,65 @@ func hardenings(m mode.Mode) []fixtures.Hardening {
 		out = append(out, f.Hardening)
 	}
 	return out
+}
+
+// With -concurrent-modes the plan of the real declarations runs the modes'
+// rollout loads at once: each group counts at its longest, so the total
+// falls by the rest of each group less the one interference reference
+// run; latency loads (steady T5 and every load without a restart loop)
+// join no group, and a single mode has none.
+func TestConcurrentPlanRunsRolloutsAtOnce(t *testing.T) {
+	reg := registry(t)
+	for _, set := range []string{"none,sidecar", "all", "sidecar"} {
+		t.Run(set, func(t *testing.T) {
+			modes, err := mode.Parse(set)
+			if err != nil {
+				t.Fatal(err)
+			}
+			planned, err := spec.Plan(reg, spec.Defs(), modes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg := &config.Config{ModesFlag: set, Modes: modes, DurationScale: 1, ResultsRoot: t.TempDir(), Provider: "local"}
+			env := &spec.Env{Config: cfg, Registry: reg}
+			specs, err := spec.PlanLoads(context.Background(), planned, env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			groups := loadplan.Groups(specs)
+			var saved time.Duration
+			for key, g := range groups {
+				for _, l := range g {
+					saved += l.Duration
+					if !l.Restarts || strings.HasPrefix(l.Name, "steady-") {
+						t.Errorf("group %s holds %s, which is not a rollout load", key, l.Name)
+					}
+				}
+				saved -= loadplan.GroupWall(g)
+			}
+			serial, err := spec.WritePlan(context.Background(), io.Discard, planned, env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.ConcurrentModes = true
+			var out strings.Builder
+			at, err := spec.WritePlan(context.Background(), &out, planned, env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(modes) == 1 {
+				if len(groups) != 0 || at.Total() != serial.Total() {
+					t.Fatalf("one mode: %d groups, total %s vs %s alone", len(groups), at.Total(), serial.Total())
+				}
+				return
+			}
+			if len(groups) == 0 || at.Groups != len(groups) || !strings.Contains(out.String(), "at once with") || !strings.Contains(out.String(), "interference check: one reference run alone") {
+				t.Fatalf("%d groups (plan says %d):\n%s", len(groups), at.Groups, out.String())
+			}
+			if want := serial.Total() - saved + at.Reference; at.Total() != want || at.Total() >= serial.Total() {
+				t.Fatalf("total at once %s, want %s (alone %s, saved %s, reference %s)\n%s", at.Total(), want, serial.Total(), saved, at.Reference, out.String())
+			}
+			t.Logf("-mode=%s at scale 1: %s alone, %s with -concurrent-modes (%d groups)", set, serial.Total(), at.Total(), at.Groups)
+		})
+	}
 }
