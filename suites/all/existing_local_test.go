@@ -252,6 +252,7 @@ func seedForeignObjects(t *testing.T, cs kubernetes.Interface, rc *rest.Config) 
 		}
 	}
 	seedForeignGatewayCRDs(t, rc)
+	awaitNamespaceFilled(t, cs, ns)
 	deadline := time.Now().Add(3 * time.Minute)
 	for {
 		d, err := cs.AppsV1().Deployments(ns).Get(ctx, "ledger", metav1.GetOptions{})
