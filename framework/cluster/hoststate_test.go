@@ -66,3 +66,34 @@ func TestSplitRule(t *testing.T) {
 		t.Error("an unclosed quote was accepted")
 	}
 }
+
+// What a Ctrl-C during kind's creation left on a host that already had
+// netavark's base chains (session 10, make kind-interrupt-test): the kind
+// network's own DNAT chain, empty, in both families. Only it goes; the base
+// chains and their rules, there before, stay, whatever their counters say.
+func TestNewNetavarkRulesKeepsWhatWasThere(t *testing.T) {
+	before := []netavarkRule{
+		{"iptables", "nat", ":NETAVARK-HOSTPORT-DNAT - [0:0]"},
+		{"iptables", "nat", "-A PREROUTING -m addrtype --dst-type LOCAL -j NETAVARK-HOSTPORT-DNAT"},
+		{"ip6tables", "nat", ":NETAVARK-HOSTPORT-DNAT - [0:0]"},
+	}
+	keep := map[string]bool{}
+	for _, r := range before {
+		keep[r.key()] = true
+	}
+	now := []netavarkRule{
+		{"iptables", "nat", ":NETAVARK-HOSTPORT-DNAT - [12:720]"},
+		{"iptables", "nat", "-A PREROUTING -m addrtype --dst-type LOCAL -j NETAVARK-HOSTPORT-DNAT"},
+		{"iptables", "nat", ":NETAVARK-DN-62F930FC96F2B - [0:0]"},
+		{"ip6tables", "nat", ":NETAVARK-HOSTPORT-DNAT - [0:0]"},
+		{"ip6tables", "nat", ":NETAVARK-DN-62F930FC96F2B - [0:0]"},
+	}
+	got := newNetavarkRules(now, keep)
+	if len(got) != 2 || got[0].rule != ":NETAVARK-DN-62F930FC96F2B - [0:0]" || got[1].tool != "ip6tables" {
+		t.Errorf("new rules %v, want the two NETAVARK-DN chains", got)
+	}
+	// A host with none before: every netavark rule is the run's.
+	if got := newNetavarkRules(now, nil); len(got) != len(now) {
+		t.Errorf("with nothing before, %d of %d rules are new", len(got), len(now))
+	}
+}

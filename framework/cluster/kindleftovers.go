@@ -24,9 +24,10 @@ type engineLeftovers struct {
 	network       string
 	networkExists bool
 	cgroups       map[string]bool // libpod_parent directories that existed
-	// netavarkChains: the host had netavark's chains before (another
-	// Podman network in use); netnsMount: /run/netns was a mount point.
-	netavarkChains bool
+	// netavarkBefore: netavark's rules and chains the host had before
+	// (another Podman network in use, or base chains an earlier delete
+	// kept), by netavarkRule.key; netnsMount: /run/netns was a mount point.
+	netavarkBefore map[string]bool
 	netnsMount     bool
 }
 
@@ -60,7 +61,10 @@ func readEngineLeftovers(ctx context.Context, cli string) engineLeftovers {
 	for _, p := range libpodParents() {
 		l.cgroups[p] = true
 	}
-	l.netavarkChains = len(netavarkRules(ctx)) > 0
+	l.netavarkBefore = map[string]bool{}
+	for _, r := range netavarkRules(ctx) {
+		l.netavarkBefore[r.key()] = true
+	}
 	l.netnsMount = isMountPoint(netnsDir)
 	return l
 }
@@ -82,10 +86,11 @@ func removeEngineLeftovers(ctx context.Context, cli string, before engineLeftove
 	}
 	if cli == "podman" && noContainersLeft(ctx, cli) {
 		// netavark leaves its base chains, and Podman its /run/netns
-		// mount, after the last container of the last network is gone.
-		if !before.netavarkChains {
-			errs = append(errs, removeNetavarkRules(ctx)...)
-		}
+		// mount, after the last container of the last network is gone;
+		// and a Ctrl-C during creation can leave the kind network's own
+		// DNAT chain (NETAVARK-DN-<id>, empty). What the host had before
+		// stays.
+		errs = append(errs, removeNetavarkRules(ctx, before.netavarkBefore)...)
 		if !before.netnsMount && isMountPoint(netnsDir) {
 			// Podman removes the nodes' namespace files just after the
 			// containers: give it a few seconds to empty the directory.
@@ -159,8 +164,18 @@ func noContainersLeft(ctx context.Context, cli string) bool {
 
 // netavarkRule is one iptables rule of netavark's: the tool, the table
 // and the rule as iptables-save prints it ("-A FORWARD ... -j
-// NETAVARK_FORWARD"), or a chain (":NETAVARK_FORWARD").
+// NETAVARK_FORWARD"), or a chain (":NETAVARK_FORWARD - [0:0]").
 type netavarkRule struct{ tool, table, rule string }
+
+// key names the rule across two reads: a chain by its name alone (the
+// policy and counters iptables-save prints beside it change).
+func (r netavarkRule) key() string {
+	rule := r.rule
+	if strings.HasPrefix(rule, ":") {
+		rule = strings.Fields(rule)[0]
+	}
+	return r.tool + " " + r.table + " " + rule
+}
 
 // netavarkRules are the IPv4 and IPv6 rules and chains that name NETAVARK.
 func netavarkRules(ctx context.Context) []netavarkRule {
@@ -183,11 +198,12 @@ func netavarkRules(ctx context.Context) []netavarkRule {
 	return out
 }
 
-// removeNetavarkRules deletes netavark's rules (the jumps into its chains
-// first), then flushes and deletes its chains.
-func removeNetavarkRules(ctx context.Context) []error {
+// removeNetavarkRules deletes netavark's rules that are not in keep (by
+// key; the jumps into its chains first), then flushes and deletes its
+// chains not in keep.
+func removeNetavarkRules(ctx context.Context, keep map[string]bool) []error {
 	var errs []error
-	rules := netavarkRules(ctx)
+	rules := newNetavarkRules(netavarkRules(ctx), keep)
 	run := func(tool string, args ...string) {
 		if out, err := kindexec.CombinedOutputLines(kindexec.CommandContext(ctx, tool, args...)); err != nil {
 			errs = append(errs, fmt.Errorf("%s %s: %v: %s", tool, strings.Join(args, " "), err, strings.Join(out, " ")))
@@ -212,6 +228,17 @@ func removeNetavarkRules(ctx context.Context) []error {
 		}
 	}
 	return errs
+}
+
+// newNetavarkRules are the rules of now that keep does not hold.
+func newNetavarkRules(now []netavarkRule, keep map[string]bool) []netavarkRule {
+	var out []netavarkRule
+	for _, r := range now {
+		if !keep[r.key()] {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // splitRule splits an iptables-save rule into arguments: words, with
