@@ -225,3 +225,19 @@ func hostOf(addr string) string {
 	}
 	return h
 }
+
+// DeniedInbound are the inbound connections to podIP that ztunnel closed
+// for a policy ("connection closed due to policy rejection: ..."). A
+// Running pod that never becomes Ready with such lines from its node's
+// address is having its kubelet probes refused: istio-cni did not SNAT
+// them to 169.254.7.127 (the pod is missing from its probe set), and
+// ztunnel's STRICT policy denies plaintext from the node.
+func DeniedInbound(entries []Access, podIP string) []Access {
+	var out []Access
+	for _, a := range entries {
+		if a.Direction == "inbound" && hostOf(a.Dst) == podIP && strings.Contains(a.Error, "policy rejection") {
+			out = append(out, a)
+		}
+	}
+	return out
+}

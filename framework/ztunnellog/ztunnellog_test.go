@@ -123,3 +123,45 @@ func TestParseRealLines(t *testing.T) {
 		t.Errorf("a tunnel first used before the policy is not stale: %+v", c)
 	}
 }
+
+// ztunnel's own lines from the ambient-l4 attempt on the 3-node kind
+// cluster (session 10): the kubelet's probes from the node's bridge
+// address, not SNATed, denied by the mesh's STRICT policy. The negative
+// control is the local provider's log, whose inbound connections passed.
+func TestDeniedInbound(t *testing.T) {
+	raw, err := os.ReadFile("testdata/ztunnel-1.30-kind-probe-denied.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, err := Parse(string(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := DeniedInbound(entries, "10.244.2.13")
+	if len(got) != 1 || got[0].SrcIP() != "10.244.2.1" || !strings.Contains(got[0].Error, "istio_converted_static_strict") {
+		t.Fatalf("denied inbound to 10.244.2.13: %+v", got)
+	}
+	if n := len(DeniedInbound(entries, "10.244.2.99")); n != 0 {
+		t.Errorf("%d denials for a pod with none", n)
+	}
+	raw, err = os.ReadFile("testdata/ztunnel-1.30-fresh-client.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok, err := Parse(string(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for _, a := range ok {
+		if a.Direction == "inbound" {
+			checked++
+			if d := DeniedInbound(ok, a.Dst[:strings.LastIndex(a.Dst, ":")]); len(d) != 0 {
+				t.Errorf("a passed connection read as denied: %s", d[0].Line)
+			}
+		}
+	}
+	if checked == 0 {
+		t.Fatal("the negative control's log has no inbound connection: it proves nothing")
+	}
+}
