@@ -66,7 +66,7 @@ func (c *Cluster) ReadyPods(ctx context.Context, ns, selector string) ([]corev1.
 	}
 	var out []corev1.Pod
 	for _, p := range list.Items {
-		if p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning && podReady(&p) {
+		if p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning && PodReady(&p) {
 			out = append(out, p)
 		}
 	}
@@ -85,7 +85,8 @@ func (c *Cluster) OneReadyPod(ctx context.Context, ns, selector string) (*corev1
 	return &pods[0], nil
 }
 
-func podReady(p *corev1.Pod) bool {
+// PodReady says whether the pod's Ready condition is True.
+func PodReady(p *corev1.Pod) bool {
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodReady {
 			return c.Status == corev1.ConditionTrue
@@ -262,7 +263,7 @@ func (c *Cluster) Quiet(ctx context.Context, ns, svc string) (quiet bool, why st
 		if p.DeletionTimestamp != nil {
 			return false, fmt.Sprintf("pod %s is terminating", p.Name), nil
 		}
-		if p.Status.Phase == corev1.PodRunning && podReady(&p) {
+		if p.Status.Phase == corev1.PodRunning && PodReady(&p) {
 			ready[p.Status.PodIP] = true
 		}
 	}

@@ -74,7 +74,7 @@ func ztunnelProbeDenials(ctx context.Context, cs kubernetes.Interface, ns string
 	logs := map[string][]ztunnellog.Access{} // per node
 	var lines []string
 	for _, p := range pods.Items {
-		if p.Status.Phase != corev1.PodRunning || podReady(p) || p.Annotations[probeset.RedirectionAnnotation] != probeset.RedirectionEnabled {
+		if p.Status.Phase != corev1.PodRunning || kube.PodReady(&p) || p.Annotations[probeset.RedirectionAnnotation] != probeset.RedirectionEnabled {
 			continue
 		}
 		node := p.Spec.NodeName
@@ -114,13 +114,4 @@ func ztunnelLogOn(ctx context.Context, cs kubernetes.Interface, node string) []z
 		return nil
 	}
 	return entries
-}
-
-func podReady(p corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
