@@ -83,3 +83,12 @@ func Parse(s string) ([]Mode, error) {
 	}
 	return out, nil
 }
+
+// Join is the modes' names joined by sep, as flags and reports print them.
+func Join(ms []Mode, sep string) string {
+	s := make([]string, len(ms))
+	for i, m := range ms {
+		s[i] = string(m)
+	}
+	return strings.Join(s, sep)
+}

@@ -200,13 +200,7 @@ func dash(s string) string {
 	return s
 }
 
-func joinModes(ms []mode.Mode) string {
-	s := make([]string, len(ms))
-	for i, m := range ms {
-		s[i] = string(m)
-	}
-	return dash(strings.Join(s, ", "))
-}
+func joinModes(ms []mode.Mode) string { return dash(mode.Join(ms, ", ")) }
 
 // Missing lists "`claim` (mode)" for every claim the registry applies to the
 // run's modes that has no entry in res.

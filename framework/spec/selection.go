@@ -56,7 +56,7 @@ func CheckSelection(reg *claims.Registry, planned []Planned, modes []mode.Mode, 
 				}
 			}
 			if !slices.ContainsFunc(modes, c.AppliesTo) {
-				errs = append(errs, fmt.Sprintf("claim %q applies to -mode=%s, not to the selected -mode=%s", val, strings.Join(applies, ","), joinModes(modes)))
+				errs = append(errs, fmt.Sprintf("claim %q applies to -mode=%s, not to the selected -mode=%s", val, strings.Join(applies, ","), mode.Join(modes, ",")))
 			}
 		case "mode":
 			var names []string
@@ -91,7 +91,7 @@ func CheckSelection(reg *claims.Registry, planned []Planned, modes []mode.Mode, 
 		if len(by) > 0 {
 			what = fmt.Sprintf("%s match none of the %d specs planned", strings.Join(by, " and "), len(planned))
 		}
-		errs = append(errs, fmt.Sprintf("%s for -mode=%s, so the run would measure nothing; list them with -ginkgo.dry-run -ginkgo.v (areas: %s)", what, joinModes(modes), strings.Join(areas, ", ")))
+		errs = append(errs, fmt.Sprintf("%s for -mode=%s, so the run would measure nothing; list them with -ginkgo.dry-run -ginkgo.v (areas: %s)", what, mode.Join(modes, ","), strings.Join(areas, ", ")))
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("selection:\n  %s", strings.Join(errs, "\n  "))
@@ -173,12 +173,4 @@ func plannedAreas(planned []Planned) []string {
 		}
 	}
 	return out
-}
-
-func joinModes(ms []mode.Mode) string {
-	s := make([]string, len(ms))
-	for i, m := range ms {
-		s[i] = string(m)
-	}
-	return strings.Join(s, ",")
 }

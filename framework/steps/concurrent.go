@@ -6,7 +6,6 @@ import (
 	"math"
 	"net/http"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -153,7 +152,7 @@ func concurrentRollout(ctx context.Context, r *spec.Run, m mode.Mode, h fixtures
 // runGroup runs the group's loads at once, mode m's on r, then the
 // interference check, and states both in every member's setup.
 func runGroup(ctx context.Context, r *spec.Run, g *rolloutGroup, m mode.Mode, h fixtures.Hardening, s load.Spec, modes []mode.Mode) {
-	r.Logf("-concurrent-modes: T1 with hardening %s in %s at once", hardeningName(h), joinModes(modes))
+	r.Logf("-concurrent-modes: T1 with hardening %s in %s at once", hardeningName(h), mode.Join(modes, ", "))
 	gctx := context.WithValue(ctx, inGroup{}, true)
 	runs := map[mode.Mode]*spec.Run{}
 	for _, mo := range modes {
@@ -200,7 +199,7 @@ func runGroup(ctx context.Context, r *spec.Run, g *rolloutGroup, m mode.Mode, h 
 			}
 		}
 		a := &AtOnce{With: with, Check: check.check}
-		a.Note = fmt.Sprintf("ran at once with the same load in %s (-concurrent-modes; %s)", joinModes(with), overlap(res, g.results))
+		a.Note = fmt.Sprintf("ran at once with the same load in %s (-concurrent-modes; %s)", mode.Join(with, ", "), overlap(res, g.results))
 		if check.text != "" {
 			a.Note += "; " + check.text
 		}
@@ -212,7 +211,7 @@ func runGroup(ctx context.Context, r *spec.Run, g *rolloutGroup, m mode.Mode, h 
 		rollouts.amendSetup(rolloutKey(r, mo, h, s), "; "+a.Note)
 	}
 	if r.Env.Note != nil {
-		r.Env.Note(fmt.Sprintf("-concurrent-modes: %s (hardening %s) ran in %s at once.", rolloutName(m, h), hardeningName(h), joinModes(modes)))
+		r.Env.Note(fmt.Sprintf("-concurrent-modes: %s (hardening %s) ran in %s at once.", rolloutName(m, h), hardeningName(h), mode.Join(modes, ", ")))
 	}
 }
 
@@ -375,12 +374,4 @@ func maxTime(a, b time.Time) time.Time {
 		return a
 	}
 	return b
-}
-
-func joinModes(ms []mode.Mode) string {
-	s := make([]string, len(ms))
-	for i, m := range ms {
-		s[i] = string(m)
-	}
-	return strings.Join(s, ", ")
 }
