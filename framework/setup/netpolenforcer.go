@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 
 	"github.com/meshclaims/meshclaims/framework/cluster"
 	"github.com/meshclaims/meshclaims/framework/netpolenforcer"
@@ -18,7 +17,7 @@ import (
 // clusters (kind, local) run kube-router, so only -provider=existing is
 // looked at. What it found, or that it could not tell, goes into the
 // report: the netpol preflight's controls prove enforcement either way.
-func (s *Suite) checkNetPolEnforcer(ctx context.Context, rc *rest.Config) error {
+func (s *Suite) checkNetPolEnforcer(ctx context.Context, cs kubernetes.Interface) error {
 	cfg := s.Cfg
 	if cfg.Provider != cluster.ExistingName || len(s.NetPolSpecs) == 0 {
 		return nil
@@ -26,10 +25,6 @@ func (s *Suite) checkNetPolEnforcer(ctx context.Context, rc *rest.Config) error 
 	if cfg.NetPolEnforcer != "" {
 		s.note(fmt.Sprintf("NetworkPolicy enforcer: %s (declared with -netpol-enforcer; not looked up)", cfg.NetPolEnforcer))
 		return nil
-	}
-	cs, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		return err
 	}
 	res, err := netpolenforcer.Lookup(ctx, cs)
 	if err != nil {

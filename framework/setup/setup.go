@@ -247,7 +247,7 @@ func (s *Suite) up(ctx context.Context) error {
 	s.mu.Unlock()
 	s.logf("cluster: %s, Kubernetes %s, pinned (%s)", rc.Host, k.ServerVersion(), guard.Pinned())
 	// Before the image is built and pushed and before any object is written.
-	if err := s.checkNetPolEnforcer(ctx, rc); err != nil {
+	if err := s.checkNetPolEnforcer(ctx, k.Client); err != nil {
 		return err
 	}
 
