@@ -19,6 +19,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/meshclaims/meshclaims/framework/kube"
 )
 
 // Pod is one pod's life as the watcher saw it; zero times were not seen.
@@ -175,7 +177,7 @@ func (r *Recorder) observe(p *corev1.Pod, deleted bool) {
 	if ip := p.Status.PodIP; ip != "" && x.IP == "" {
 		x.IP, x.IPAt = ip, now
 	}
-	if x.Ready.IsZero() && podReady(p) {
+	if x.Ready.IsZero() && kube.PodReady(p) {
 		x.Ready = now
 	}
 	if x.Deleting.IsZero() && (p.DeletionTimestamp != nil || deleted) {
@@ -200,15 +202,6 @@ func (r *Recorder) goneUnless(present map[string]bool) {
 			p.Gone = now
 		}
 	}
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
-			return true
-		}
-	}
-	return false
 }
 
 // Stop ends the watch and returns the timeline, and the error that ended

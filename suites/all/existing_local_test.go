@@ -2,6 +2,7 @@ package all
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/meshclaims/meshclaims/fixtures"
+	"github.com/meshclaims/meshclaims/framework/converge"
 	"github.com/meshclaims/meshclaims/framework/inventory"
 	"github.com/meshclaims/meshclaims/framework/localk8s"
 	"github.com/meshclaims/meshclaims/framework/privateregistry"
@@ -253,16 +255,17 @@ func seedForeignObjects(t *testing.T, cs kubernetes.Interface, rc *rest.Config) 
 	}
 	seedForeignGatewayCRDs(t, rc)
 	awaitNamespaceFilled(t, cs, ns)
-	deadline := time.Now().Add(3 * time.Minute)
-	for {
-		d, err := cs.AppsV1().Deployments(ns).Get(ctx, "ledger", metav1.GetOptions{})
-		if err == nil && d.Status.AvailableReplicas == 1 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the foreign workload did not become available: %v", err)
-		}
-		time.Sleep(time.Second)
+	// The foreign workload must be running before the inventory is taken,
+	// or its pods' arrival would read as a change the run made.
+	if _, err := converge.Until(ctx, converge.Policy{Poll: time.Second, Times: 1, Limit: 3 * time.Minute}, "the foreign workload ledger available",
+		func(ctx context.Context) (bool, string, error) {
+			d, err := cs.AppsV1().Deployments(ns).Get(ctx, "ledger", metav1.GetOptions{})
+			if err != nil {
+				return false, "", err
+			}
+			return d.Status.AvailableReplicas == 1, fmt.Sprintf("%d available", d.Status.AvailableReplicas), nil
+		}); err != nil {
+		t.Fatal(err)
 	}
 }
 

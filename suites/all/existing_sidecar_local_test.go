@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/meshclaims/meshclaims/framework/apiserver"
+	"github.com/meshclaims/meshclaims/framework/converge"
 	"github.com/meshclaims/meshclaims/framework/inventory"
 	"github.com/meshclaims/meshclaims/framework/istio"
 	"github.com/meshclaims/meshclaims/framework/localk8s"
@@ -195,17 +196,17 @@ func runSidecarOnExisting(t *testing.T, bin string, k *localk8s.Cluster, reg *pr
 // has given namespace ns its default ServiceAccount and kube-root-ca.crt.
 func awaitNamespaceFilled(t *testing.T, cs kubernetes.Interface, ns string) {
 	t.Helper()
-	ctx := context.Background()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		_, errSA := cs.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
-		_, errCM := cs.CoreV1().ConfigMaps(ns).Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
-		if errSA == nil && errCM == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("namespace %s still lacks what the cluster adds to every namespace after 1 min: %v; %v", ns, errSA, errCM)
-		}
-		time.Sleep(200 * time.Millisecond)
+	if _, err := converge.Until(context.Background(), converge.Policy{Poll: 200 * time.Millisecond, Times: 1, Limit: time.Minute},
+		"namespace "+ns+" holds what the cluster adds to every namespace (ServiceAccount default, ConfigMap kube-root-ca.crt)",
+		func(ctx context.Context) (bool, string, error) {
+			if _, err := cs.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{}); err != nil {
+				return false, "no ServiceAccount default", err
+			}
+			if _, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, "kube-root-ca.crt", metav1.GetOptions{}); err != nil {
+				return false, "no ConfigMap kube-root-ca.crt", err
+			}
+			return true, "both", nil
+		}); err != nil {
+		t.Fatal(err)
 	}
 }
