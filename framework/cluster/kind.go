@@ -51,6 +51,10 @@ type Kind struct {
 	// cpuRequest and sizingWhy: the workloads' and sidecars' CPU request
 	// on a cluster too small for GUIDE's ("" otherwise), read by Start.
 	cpuRequest, sizingWhy string
+	// ipsetKubeRouter is the image of the cluster's kube-router when it
+	// rewrites every host ipset (kuberouter.go), read by Start; istio-cni
+	// then runs in native nftables mode.
+	ipsetKubeRouter string
 }
 
 // NewKind returns the kind provider; Start does the work.

@@ -76,6 +76,9 @@ func (k *Kind) readSizing(ctx context.Context) error {
 		return fmt.Errorf("-provider=kind: reading the nodes' allocatable CPU: %w", err)
 	}
 	k.cpuRequest, k.sizingWhy = kindWorkloadSizing(nodes.Items)
+	if k.ipsetKubeRouter, err = findIpsetRewritingKubeRouter(ctx, cs); err != nil {
+		return fmt.Errorf("-provider=kind: %w", err)
+	}
 	return nil
 }
 
@@ -88,10 +91,29 @@ func (k *Kind) WorkloadCPURequest() (string, string) { return k.cpuRequest, k.si
 // charts' requests, the injected sidecars request what they do on the
 // local node (requests only; the limits stay the chart's), and istio-cni
 // and ztunnel 50m per node instead of 100m and 200m. istiod's own 100m is
-// already the default -istio-values (testdata/istio/values.yaml). Nothing
-// else: the CNI directories and istio-cni's iptables mode stay Istio's
-// defaults on kind. nil on a cluster with room.
-func (k *Kind) IstioValues() map[string]map[string]any { return smallClusterIstioValues(k.cpuRequest) }
+// already the default -istio-values (testdata/istio/values.yaml). And on a
+// cluster whose kube-router rewrites every host ipset (make
+// kind-node-image's v2.1.0; kuberouter.go), istio-cni in native nftables
+// mode, whose probe set ipset never sees. Nothing else: the CNI
+// directories, and istio-cni's iptables mode on kind's own kindnetd, stay
+// Istio's defaults. nil on a cluster with room and without such a CNI.
+func (k *Kind) IstioValues() map[string]map[string]any {
+	v := smallClusterIstioValues(k.cpuRequest)
+	if k.ipsetKubeRouter != "" {
+		v = withNativeNftables(v)
+	}
+	return v
+}
+
+// IstioCNISettings implements IstioCNIStater: what the report states
+// beside the ambient numbers when istio-cni runs apart from Istio's
+// defaults, "" when it does not.
+func (k *Kind) IstioCNISettings() string {
+	if k.ipsetKubeRouter == "" {
+		return ""
+	}
+	return nftablesIstioCNI(k.ipsetKubeRouter)
+}
 
 // smallClusterIstioValues are the charts' requests sized as the workloads
 // are (cpuRequest; nil when "": GUIDE's and the charts' requests).

@@ -177,16 +177,23 @@ func (l *localProvider) WorkloadCPURequest() (string, string) {
 // probe set there (readiness diagnostics, the environment record), and the
 // provider says what it set for istio-cni beyond Istio's defaults.
 type IstioCNIHost interface {
+	IstioCNIStater
 	// IstioProbeSet reads istio-cni's host probe set.
 	IstioProbeSet(ctx context.Context) (probeset.Set, error)
+}
+
+// IstioCNIStater is implemented by providers that may set istio-cni apart
+// from Istio's defaults (IstioValuer), so the report can say so beside the
+// ambient numbers.
+type IstioCNIStater interface {
 	// IstioCNISettings says, for the report, how istio-cni is configured
-	// and why.
+	// and why; "" when it keeps Istio's defaults.
 	IstioCNISettings() string
 }
 
 // LocalIstioCNI is the local provider's istio-cni setting as the report
 // states it beside the ambient modes' numbers.
-const LocalIstioCNI = "native nftables (global.nativeNftables=true; local provider only: kube-router v2.1.0 rewrites every host ipset each sync, kube-router#1918)"
+const LocalIstioCNI = "native nftables (global.nativeNftables=true; the node's kube-router v2.1.0 rewrites every host ipset each sync, kube-router#1918; Istio's default is iptables mode)"
 
 // IstioCNISettings states istio-cni's native nftables mode (IstioValues).
 func (l *localProvider) IstioCNISettings() string { return LocalIstioCNI }
@@ -204,7 +211,8 @@ func (l *localProvider) IstioProbeSet(ctx context.Context) (probeset.Set, error)
 // Debian plugins), with the network namespaces where the node's containerd
 // keeps them, in native nftables mode (LocalIstioCNI), and a small ztunnel.
 //
-// Native nftables only here: the node's kube-router (v2.1.0, the newest
+// Native nftables here, and on kind over the same kube-router
+// (kuberouter.go): the node's kube-router (v2.1.0, the newest
 // the Go module proxy serves) ends every sync with `ipset save` of all the
 // host's sets and begins the next by restoring and swapping every saved set
 // back (its pkg/utils/ipset.go; kube-router#1918, fixed in v2.6.1), which

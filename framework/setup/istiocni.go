@@ -18,21 +18,27 @@ import (
 )
 
 // recordIstioCNI states, in the environment, how istio-cni runs where the
-// provider set it apart from Istio's defaults (the local provider's native
-// nftables mode), with the probe set the host really has: istio-cni falls
-// back to iptables when it finds its old ipset or an nft without JSON, and
-// the report says what ran, not only what was asked for. Other providers
-// keep Istio's defaults, and nothing is stated.
+// provider set it apart from Istio's defaults (native nftables mode on the
+// local provider, and on kind over an ipset-rewriting kube-router), with,
+// where the suite can read it (the local provider), the probe set the host
+// really has: istio-cni falls back to iptables when it finds its old ipset
+// or an nft without JSON, and the report says what ran, not only what was
+// asked for. Providers that keep Istio's defaults state nothing.
 func (s *Suite) recordIstioCNI(ctx context.Context) {
-	h, ok := s.Provider().(cluster.IstioCNIHost)
+	st, ok := s.Provider().(cluster.IstioCNIStater)
 	if !ok {
 		return
 	}
-	text := h.IstioCNISettings()
-	if set, err := h.IstioProbeSet(ctx); err != nil {
-		text += "; probe set on the host not readable: " + err.Error()
-	} else {
-		text += "; probe set seen on the host: " + set.Where()
+	text := st.IstioCNISettings()
+	if text == "" {
+		return
+	}
+	if h, ok := s.Provider().(cluster.IstioCNIHost); ok {
+		if set, err := h.IstioProbeSet(ctx); err != nil {
+			text += "; probe set on the host not readable: " + err.Error()
+		} else {
+			text += "; probe set seen on the host: " + set.Where()
+		}
 	}
 	s.mu.Lock()
 	s.envInfo.IstioCNI = text

@@ -1,0 +1,105 @@
+package cluster
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/meshclaims/meshclaims/framework/istio"
+)
+
+func daemonSet(images ...string) appsv1.DaemonSet {
+	var ds appsv1.DaemonSet
+	for _, im := range images {
+		ds.Spec.Template.Spec.Containers = append(ds.Spec.Template.Spec.Containers, corev1.Container{Image: im})
+	}
+	return ds
+}
+
+// Only a kube-router before v2.6.1 rewrites other programs' ipsets; the
+// node image's v2.1.0 is found wherever its registry is, and kind's own
+// kindnetd, a fixed kube-router, or a tag that is not a version are not.
+func TestIpsetRewritingKubeRouter(t *testing.T) {
+	for _, c := range []struct {
+		images []string
+		want   string
+	}{
+		{[]string{"localhost/meshclaims/kube-router:v2.1.0"}, "localhost/meshclaims/kube-router:v2.1.0"},
+		{[]string{"localhost:5000/cloudnativelabs/kube-router:v2.5.0@sha256:0123"}, "localhost:5000/cloudnativelabs/kube-router:v2.5.0@sha256:0123"},
+		{[]string{"busybox:1.36", "docker.io/cloudnativelabs/kube-router:1.6.0"}, "docker.io/cloudnativelabs/kube-router:1.6.0"},
+		// negative controls: nothing found
+		{[]string{"docker.io/cloudnativelabs/kube-router:v2.6.1"}, ""},
+		{[]string{"docker.io/cloudnativelabs/kube-router:v2.7.0"}, ""},
+		{[]string{"docker.io/cloudnativelabs/kube-router:latest"}, ""},
+		{[]string{"docker.io/cloudnativelabs/kube-router@sha256:0123"}, ""},
+		{[]string{"docker.io/kindest/kindnetd:v20250512-df8de77b"}, ""},
+		{[]string{"localhost:5000/not-kube-router:v2.1.0"}, ""},
+	} {
+		if got := ipsetRewritingKubeRouter([]appsv1.DaemonSet{daemonSet(c.images...)}); got != c.want {
+			t.Errorf("%v: got %q, want %q", c.images, got, c.want)
+		}
+	}
+}
+
+// On kind over an ipset-rewriting kube-router, istio-cni runs in native
+// nftables mode, rendered by Istio's own chart into istio-cni's ConfigMap,
+// and the report says why; on a small cluster the sizing values stay
+// beside it. Control: kind without such a kube-router states nothing and
+// renders Istio's default.
+func TestKindIstioCNIOverIpsetRewritingKubeRouter(t *testing.T) {
+	k := NewKind(Options{})
+	if k.IstioCNISettings() != "" || k.IstioValues()["cni"] != nil {
+		t.Fatalf("control: kind without an ipset-rewriting kube-router states %q and sets %v", k.IstioCNISettings(), k.IstioValues()["cni"])
+	}
+	k.ipsetKubeRouter = "localhost/meshclaims/kube-router:v2.1.0"
+	k.cpuRequest = LocalCPURequest
+	if s := k.IstioCNISettings(); !strings.Contains(s, "native nftables") || !strings.Contains(s, k.ipsetKubeRouter) || !strings.Contains(s, "kube-router#1918") {
+		t.Errorf("statement %q does not name the mode, the CNI image and the upstream issue", s)
+	}
+	v := k.IstioValues()
+	if res, _ := v["cni"]["resources"].(map[string]any); res == nil {
+		t.Errorf("the small cluster's istio-cni requests were lost: %v", v["cni"])
+	}
+	if g, _ := v["cni"]["global"].(map[string]any); g["nativeNftables"] != true {
+		t.Errorf("cni values %v lack global.nativeNftables=true", v["cni"])
+	}
+	k.cpuRequest = ""
+	if g, _ := k.IstioValues()["cni"]["global"].(map[string]any); g["nativeNftables"] != true {
+		t.Errorf("on a cluster with room the switch is lost: %v", k.IstioValues())
+	}
+
+	dir := os.Getenv("MESHCLAIMS_ISTIO_CHARTS")
+	if dir == "" {
+		t.Skip("MESHCLAIMS_ISTIO_CHARTS not set (the istio.io/istio module directory): chart rendering not checked")
+	}
+	render := func(p IstioValuer) string {
+		cv := map[istio.Chart]map[string]any{}
+		for c, v := range p.IstioValues() {
+			cv[istio.Chart(c)] = v
+		}
+		rs, err := istio.Render(istio.Options{Profile: istio.ProfileAmbient, Charts: istio.ChartSource{Dir: dir}, Hub: "localhost/istio", Tag: "1.30.3-dev", ClusterValues: cv})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rs {
+			for _, o := range r.Objects {
+				if o.GetKind() == "ConfigMap" && o.GetName() == "istio-cni-config" {
+					data, _ := o.Object["data"].(map[string]any)
+					s, _ := data["NATIVE_NFTABLES"].(string)
+					return s
+				}
+			}
+		}
+		t.Fatal("no ConfigMap istio-cni-config rendered")
+		return ""
+	}
+	if got := render(k); got != "true" {
+		t.Errorf("NATIVE_NFTABLES = %q on kind over kube-router v2.1.0, want \"true\"", got)
+	}
+	if got := render(NewKind(Options{})); got != "false" {
+		t.Errorf("control: NATIVE_NFTABLES = %q on kind without it, want \"false\"", got)
+	}
+}
