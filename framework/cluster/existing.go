@@ -23,6 +23,9 @@ type Existing struct {
 	// nodes have under 8 cores between them gets smaller CPU requests
 	// (smallClusterSizing), said in the report; "" keeps GUIDE's.
 	cpuRequest, sizingWhy string
+	// ipsetKubeRouter: the image of an ipset-rewriting kube-router the
+	// cluster runs (kuberouter.go), read by Start; "" otherwise.
+	ipsetKubeRouter string
 }
 
 // NewExisting returns a provider for the cluster sel points at.
@@ -56,6 +59,13 @@ func (e *Existing) readSizing(ctx context.Context) error {
 		return fmt.Errorf("-provider=existing: reading the nodes' allocatable CPU: %w", err)
 	}
 	e.cpuRequest, e.sizingWhy = smallClusterSizing(nodes.Items, "the cluster's %d schedulable nodes report %s allocatable CPU in all")
+	// A kube-router before v2.6.1 as the cluster's CNI drops pods from
+	// istio-cni's iptables-mode probe set (kuberouter.go), as on kind. A
+	// user allowed to list no DaemonSets keeps Istio's defaults.
+	e.ipsetKubeRouter, err = findIpsetRewritingKubeRouter(ctx, cs)
+	if err != nil && !apierrors.IsForbidden(errors.Unwrap(err)) {
+		return fmt.Errorf("-provider=existing: %w", err)
+	}
 	return nil
 }
 
@@ -63,9 +73,22 @@ func (e *Existing) readSizing(ctx context.Context) error {
 func (e *Existing) WorkloadCPURequest() (string, string) { return e.cpuRequest, e.sizingWhy }
 
 // IstioValues implements IstioValuer: the charts' requests sized down on a
-// small cluster, as on kind; nil otherwise.
+// small cluster, and istio-cni in native nftables mode over an
+// ipset-rewriting kube-router, as on kind; nil otherwise.
 func (e *Existing) IstioValues() map[string]map[string]any {
-	return smallClusterIstioValues(e.cpuRequest)
+	v := smallClusterIstioValues(e.cpuRequest)
+	if e.ipsetKubeRouter != "" {
+		v = withNativeNftables(v)
+	}
+	return v
+}
+
+// IstioCNISettings implements IstioCNIStater ("" with Istio's defaults).
+func (e *Existing) IstioCNISettings() string {
+	if e.ipsetKubeRouter == "" {
+		return ""
+	}
+	return nftablesIstioCNI(e.ipsetKubeRouter)
 }
 
 // RESTConfig implements Provider: the config pinned at Start.
