@@ -19,13 +19,11 @@ import (
 type Existing struct {
 	sel    KubeconfigSelector
 	pinned *rest.Config
-	// cpuRequest and sizingWhy: as on kind, a cluster whose schedulable
-	// nodes have under 8 cores between them gets smaller CPU requests
-	// (smallClusterSizing), said in the report; "" keeps GUIDE's.
-	cpuRequest, sizingWhy string
-	// ipsetKubeRouter: the image of an ipset-rewriting kube-router the
-	// cluster runs (kuberouter.go), read by Start; "" otherwise.
-	ipsetKubeRouter string
+	// clusterFit, as on kind: a cluster whose schedulable nodes have
+	// under 8 cores between them gets smaller CPU requests
+	// (smallClusterSizing), and one on an ipset-rewriting kube-router
+	// istio-cni in native nftables mode; both said in the report.
+	clusterFit
 }
 
 // NewExisting returns a provider for the cluster sel points at.
@@ -67,28 +65,6 @@ func (e *Existing) readSizing(ctx context.Context) error {
 		return fmt.Errorf("-provider=existing: %w", err)
 	}
 	return nil
-}
-
-// WorkloadCPURequest implements WorkloadSizer (readSizing).
-func (e *Existing) WorkloadCPURequest() (string, string) { return e.cpuRequest, e.sizingWhy }
-
-// IstioValues implements IstioValuer: the charts' requests sized down on a
-// small cluster, and istio-cni in native nftables mode over an
-// ipset-rewriting kube-router, as on kind; nil otherwise.
-func (e *Existing) IstioValues() map[string]map[string]any {
-	v := smallClusterIstioValues(e.cpuRequest)
-	if e.ipsetKubeRouter != "" {
-		v = withNativeNftables(v)
-	}
-	return v
-}
-
-// IstioCNISettings implements IstioCNIStater ("" with Istio's defaults).
-func (e *Existing) IstioCNISettings() string {
-	if e.ipsetKubeRouter == "" {
-		return ""
-	}
-	return nftablesIstioCNI(e.ipsetKubeRouter)
 }
 
 // RESTConfig implements Provider: the config pinned at Start.

@@ -48,36 +48,48 @@ func TestLocalIstioCNIIsNativeNftables(t *testing.T) {
 		}
 		t.Skip("MESHCLAIMS_ISTIO_CHARTS not set (the istio.io/istio module directory): chart rendering not checked")
 	}
-	native := func(cv map[istio.Chart]map[string]any) string {
-		rs, err := istio.Render(istio.Options{Profile: istio.ProfileAmbient, Charts: istio.ChartSource{Dir: dir}, Hub: "localhost/istio", Tag: "1.30.3-dev", ClusterValues: cv})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range rs {
-			for _, o := range r.Objects {
-				if o.GetKind() == "ConfigMap" && o.GetName() == "istio-cni-config" {
-					data, _ := o.Object["data"].(map[string]any)
-					v, _ := data["NATIVE_NFTABLES"].(string)
-					return v
-				}
-			}
-		}
-		t.Fatal("no ConfigMap istio-cni-config rendered")
-		return ""
-	}
-	cv := map[istio.Chart]map[string]any{}
-	for c, v := range p.(IstioValuer).IstioValues() {
-		cv[istio.Chart(c)] = v
-	}
+	cv := chartValues(p.(IstioValuer).IstioValues())
 	g, _ := cv[istio.ChartIstiod]["global"].(map[string]any)
 	px, _ := g["proxy"].(map[string]any)
 	if res, _ := px["resources"].(map[string]any); res == nil || res["requests"].(map[string]any)["cpu"] != LocalCPURequest {
 		t.Errorf("local provider's istiod values do not set the sidecar's CPU request %s: %v", LocalCPURequest, cv[istio.ChartIstiod])
 	}
-	if got := native(cv); got != "true" {
+	if got := renderedNativeNftables(t, dir, cv); got != "true" {
 		t.Errorf("istio-cni-config NATIVE_NFTABLES = %q with the local provider's values, want \"true\"", got)
 	}
-	if got := native(nil); got != "false" {
+	if got := renderedNativeNftables(t, dir, nil); got != "false" {
 		t.Errorf("control: NATIVE_NFTABLES = %q with Istio's defaults, want \"false\"", got)
 	}
+}
+
+// chartValues keys a provider's IstioValues by chart, as istio.Render
+// takes them.
+func chartValues(vals map[string]map[string]any) map[istio.Chart]map[string]any {
+	cv := map[istio.Chart]map[string]any{}
+	for c, v := range vals {
+		cv[istio.Chart(c)] = v
+	}
+	return cv
+}
+
+// renderedNativeNftables renders Istio's ambient charts from dir with the
+// values cv and returns what istio-cni's ConfigMap says of native
+// nftables mode (NATIVE_NFTABLES, which the node agent reads).
+func renderedNativeNftables(t *testing.T, dir string, cv map[istio.Chart]map[string]any) string {
+	t.Helper()
+	rs, err := istio.Render(istio.Options{Profile: istio.ProfileAmbient, Charts: istio.ChartSource{Dir: dir}, Hub: "localhost/istio", Tag: "1.30.3-dev", ClusterValues: cv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rs {
+		for _, o := range r.Objects {
+			if o.GetKind() == "ConfigMap" && o.GetName() == "istio-cni-config" {
+				data, _ := o.Object["data"].(map[string]any)
+				v, _ := data["NATIVE_NFTABLES"].(string)
+				return v
+			}
+		}
+	}
+	t.Fatal("no ConfigMap istio-cni-config rendered")
+	return ""
 }

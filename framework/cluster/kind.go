@@ -48,13 +48,10 @@ type Kind struct {
 	// hostBefore is what the engine's network and Podman's cgroups were
 	// before Create, so Delete removes only what the creation added.
 	hostBefore engineLeftovers
-	// cpuRequest and sizingWhy: the workloads' and sidecars' CPU request
-	// on a cluster too small for GUIDE's ("" otherwise), read by Start.
-	cpuRequest, sizingWhy string
-	// ipsetKubeRouter is the image of the cluster's kube-router when it
-	// rewrites every host ipset (kuberouter.go), read by Start; istio-cni
-	// then runs in native nftables mode.
-	ipsetKubeRouter string
+	// clusterFit: what Start read of the nodes and the CNI, and the
+	// sizing and istio-cni mode it implies (WorkloadSizer, IstioValuer,
+	// IstioCNIStater).
+	clusterFit
 }
 
 // NewKind returns the kind provider; Start does the work.

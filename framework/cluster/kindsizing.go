@@ -82,10 +82,23 @@ func (k *Kind) readSizing(ctx context.Context) error {
 	return nil
 }
 
+// clusterFit is what the kind and existing providers read of a cluster at
+// Start, and what follows from it for the workloads and Istio's charts.
+// The zero value (before Start) keeps GUIDE's requests and Istio's
+// defaults.
+type clusterFit struct {
+	// cpuRequest and sizingWhy: the workloads' and sidecars' CPU request
+	// on a cluster too small for GUIDE's ("" otherwise).
+	cpuRequest, sizingWhy string
+	// ipsetKubeRouter is the image of the cluster's kube-router when it
+	// rewrites every host ipset (kuberouter.go); "" otherwise.
+	ipsetKubeRouter string
+}
+
 // WorkloadCPURequest implements WorkloadSizer: LocalCPURequest on a
-// cluster too small for GUIDE's requests (kindWorkloadSizing), "" (GUIDE's)
-// otherwise and before Start.
-func (k *Kind) WorkloadCPURequest() (string, string) { return k.cpuRequest, k.sizingWhy }
+// cluster too small for GUIDE's requests, "" (GUIDE's) otherwise and
+// before Start.
+func (f clusterFit) WorkloadCPURequest() (string, string) { return f.cpuRequest, f.sizingWhy }
 
 // IstioValues implements IstioValuer: on a cluster too small for the
 // charts' requests, the injected sidecars request what they do on the
@@ -97,9 +110,9 @@ func (k *Kind) WorkloadCPURequest() (string, string) { return k.cpuRequest, k.si
 // mode, whose probe set ipset never sees. Nothing else: the CNI
 // directories, and istio-cni's iptables mode on kind's own kindnetd, stay
 // Istio's defaults. nil on a cluster with room and without such a CNI.
-func (k *Kind) IstioValues() map[string]map[string]any {
-	v := smallClusterIstioValues(k.cpuRequest)
-	if k.ipsetKubeRouter != "" {
+func (f clusterFit) IstioValues() map[string]map[string]any {
+	v := smallClusterIstioValues(f.cpuRequest)
+	if f.ipsetKubeRouter != "" {
 		v = withNativeNftables(v)
 	}
 	return v
@@ -108,11 +121,11 @@ func (k *Kind) IstioValues() map[string]map[string]any {
 // IstioCNISettings implements IstioCNIStater: what the report states
 // beside the ambient numbers when istio-cni runs apart from Istio's
 // defaults, "" when it does not.
-func (k *Kind) IstioCNISettings() string {
-	if k.ipsetKubeRouter == "" {
+func (f clusterFit) IstioCNISettings() string {
+	if f.ipsetKubeRouter == "" {
 		return ""
 	}
-	return nftablesIstioCNI(k.ipsetKubeRouter)
+	return nftablesIstioCNI(f.ipsetKubeRouter)
 }
 
 // smallClusterIstioValues are the charts' requests sized as the workloads

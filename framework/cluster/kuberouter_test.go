@@ -13,7 +13,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/meshclaims/meshclaims/framework/apiserver"
-	"github.com/meshclaims/meshclaims/framework/istio"
 )
 
 func daemonSet(images ...string) appsv1.DaemonSet {
@@ -80,31 +79,10 @@ func TestKindIstioCNIOverIpsetRewritingKubeRouter(t *testing.T) {
 	if dir == "" {
 		t.Skip("MESHCLAIMS_ISTIO_CHARTS not set (the istio.io/istio module directory): chart rendering not checked")
 	}
-	render := func(p IstioValuer) string {
-		cv := map[istio.Chart]map[string]any{}
-		for c, v := range p.IstioValues() {
-			cv[istio.Chart(c)] = v
-		}
-		rs, err := istio.Render(istio.Options{Profile: istio.ProfileAmbient, Charts: istio.ChartSource{Dir: dir}, Hub: "localhost/istio", Tag: "1.30.3-dev", ClusterValues: cv})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range rs {
-			for _, o := range r.Objects {
-				if o.GetKind() == "ConfigMap" && o.GetName() == "istio-cni-config" {
-					data, _ := o.Object["data"].(map[string]any)
-					s, _ := data["NATIVE_NFTABLES"].(string)
-					return s
-				}
-			}
-		}
-		t.Fatal("no ConfigMap istio-cni-config rendered")
-		return ""
-	}
-	if got := render(k); got != "true" {
+	if got := renderedNativeNftables(t, dir, chartValues(k.IstioValues())); got != "true" {
 		t.Errorf("NATIVE_NFTABLES = %q on kind over kube-router v2.1.0, want \"true\"", got)
 	}
-	if got := render(NewKind(Options{})); got != "false" {
+	if got := renderedNativeNftables(t, dir, chartValues(NewKind(Options{}).IstioValues())); got != "false" {
 		t.Errorf("control: NATIVE_NFTABLES = %q on kind without it, want \"false\"", got)
 	}
 }
