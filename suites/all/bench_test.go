@@ -12,29 +12,84 @@ import (
 	"github.com/meshclaims/meshclaims/framework/report"
 )
 
+// benchArm is one arm of BenchmarkLocalRunWallTime: the run with or
+// without sequential stopping.
+type benchArm struct {
+	Name       string // "fixed" or "sequential", as MESHCLAIMS_BENCH_ARMS names it
+	Sequential string // the -sequential flag's value
+}
+
+var benchArms = []benchArm{{"fixed", "false"}, {"sequential", "true"}}
+
+// parseBenchArms reads MESHCLAIMS_BENCH_ARMS: a comma list of arm names,
+// empty for both. One arm at scale 1 is 1.5-2 h of cluster time here, so a
+// session can run one arm and a later one the other, with
+// MESHCLAIMS_BENCH_RESULTS keeping both runs' results for the comparison.
+func parseBenchArms(s string) ([]benchArm, error) {
+	if strings.TrimSpace(s) == "" {
+		return benchArms, nil
+	}
+	var out []benchArm
+	seen := map[string]bool{}
+	for _, name := range strings.Split(s, ",") {
+		name = strings.TrimSpace(name)
+		var found *benchArm
+		for i := range benchArms {
+			if benchArms[i].Name == name {
+				found = &benchArms[i]
+			}
+		}
+		if found == nil {
+			return nil, fmt.Errorf("MESHCLAIMS_BENCH_ARMS: unknown arm %q in %q; accepted: fixed (-sequential=false), sequential (-sequential=true), comma-separated", name, s)
+		}
+		if !seen[name] {
+			seen[name] = true
+			out = append(out, *found)
+		}
+	}
+	return out, nil
+}
+
+// benchRunID names an arm's run so a later session finds it in the same
+// results directory.
+func benchRunID(i int, a benchArm) string { return fmt.Sprintf("bench-%d-%s", i, a.Name) }
+
 // BenchmarkLocalRunWallTime measures a whole qualification run's wall time
 // on the local cluster, with sequential stopping (the default) and
 // without it (-sequential=false, the source's fixed design), and reports
-// both with the verdicts each reached, so the saving is measured with the
-// decisions beside it. Root, MESHCLAIMS_LOCAL=1, and the cluster lock held
+// both with the verdicts each reached, and, once both arms' results are in
+// the results directory (this run's or an earlier session's), every verdict
+// that differs between them, so the saving is measured with the decisions
+// beside it. Root, MESHCLAIMS_LOCAL=1, and the cluster lock held
 // (flock /tmp/meshclaims-cluster.lock); MESHCLAIMS_BENCH_MODES (default
-// none,sidecar), MESHCLAIMS_BENCH_SCALE (default 0.05) and
-// MESHCLAIMS_BENCH_FLAGS (extra e2e flags, e.g. the sidecar run's
-// -image-archives ... of make e2e-local-sidecar) choose the run.
+// none,sidecar), MESHCLAIMS_BENCH_SCALE (default 0.05),
+// MESHCLAIMS_BENCH_ARMS (fixed, sequential or both, the default),
+// MESHCLAIMS_BENCH_RESULTS (a directory that keeps the runs; default a
+// temporary one) and MESHCLAIMS_BENCH_FLAGS (extra e2e flags, e.g. the
+// sidecar run's -image-archives ... of make e2e-local-sidecar) choose the run.
 func BenchmarkLocalRunWallTime(b *testing.B) {
 	if os.Getenv("MESHCLAIMS_LOCAL") != "1" {
 		b.Skip("runs the suite on the local cluster: MESHCLAIMS_LOCAL=1 as root, with the cluster lock held")
 	}
+	arms, err := parseBenchArms(os.Getenv("MESHCLAIMS_BENCH_ARMS"))
+	if err != nil {
+		b.Fatal(err)
+	}
 	modes := envOr("MESHCLAIMS_BENCH_MODES", "none,sidecar")
 	scale := envOr("MESHCLAIMS_BENCH_SCALE", "0.05")
 	extra := strings.Fields(os.Getenv("MESHCLAIMS_BENCH_FLAGS"))
+	root := os.Getenv("MESHCLAIMS_BENCH_RESULTS")
+	if root == "" {
+		root = b.TempDir()
+	} else if err := os.MkdirAll(root, 0o755); err != nil {
+		b.Fatal(err)
+	}
 	bin := e2eBinary(b)
-	root := b.TempDir()
 	for i := 0; i < b.N; i++ {
-		for _, seq := range []string{"false", "true"} {
-			id := fmt.Sprintf("bench-%d-sequential-%s", i, seq)
+		for _, a := range arms {
+			id := benchRunID(i, a)
 			args := append([]string{"-mode=" + modes, "-provider=local", "-duration-scale=" + scale, "-fail-on=error",
-				"-sequential=" + seq, "-results=" + root, "-run-id=" + id, "-test.timeout=6h"}, extra...)
+				"-sequential=" + a.Sequential, "-results=" + root, "-run-id=" + id, "-test.timeout=6h"}, extra...)
 			start := time.Now()
 			out, err := exec.Command(bin, args...).CombinedOutput()
 			took := time.Since(start)
@@ -45,10 +100,60 @@ func BenchmarkLocalRunWallTime(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			b.ReportMetric(took.Seconds(), "s/run-sequential-"+seq)
+			b.ReportMetric(took.Seconds(), "s/run-"+a.Name)
 			b.Logf("%s: %s wall, planned %s; verdicts %v", id, took.Round(time.Second), res.Environment.Planned.Round(time.Second), res.Summary)
 		}
+		flips, err := compareBenchArms(root, i)
+		switch {
+		case err != nil:
+			b.Fatal(err)
+		case flips != nil:
+			b.ReportMetric(float64(len(flips)), "verdicts-differing")
+			for _, f := range flips {
+				b.Logf("verdict differs between the arms: %s", f)
+			}
+		}
 	}
+}
+
+// compareBenchArms compares the fixed and the sequential run of iteration
+// i in root, wherever either came from. nil, nil when one is missing (the
+// other arm has not run yet); otherwise one line per claim and mode whose
+// verdict differs, empty when none does.
+func compareBenchArms(root string, i int) ([]string, error) {
+	fixed := filepath.Join(root, benchRunID(i, benchArms[0]), "results.json")
+	seq := filepath.Join(root, benchRunID(i, benchArms[1]), "results.json")
+	for _, p := range []string{fixed, seq} {
+		if _, err := os.Stat(p); os.IsNotExist(err) {
+			return nil, nil
+		}
+	}
+	old, err := report.LoadResults(fixed)
+	if err != nil {
+		return nil, err
+	}
+	cur, err := report.LoadResults(seq)
+	if err != nil {
+		return nil, err
+	}
+	d, err := report.Compare(old, cur)
+	if err != nil {
+		return nil, fmt.Errorf("comparing the bench arms: %w", err)
+	}
+	flips := []string{}
+	for _, c := range d.Comparisons {
+		if c.Flipped || c.Direction == report.Added || c.Direction == report.Removed {
+			flips = append(flips, fmt.Sprintf("%s %s: fixed %s, sequential %s (%s)", c.Claim, c.Mode, dashIfBlank(string(c.Old)), dashIfBlank(string(c.New)), c.Direction))
+		}
+	}
+	return flips, nil
+}
+
+func dashIfBlank(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
 
 func envOr(k, def string) string {

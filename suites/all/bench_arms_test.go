@@ -1,0 +1,68 @@
+package all
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/meshclaims/meshclaims/framework/claims"
+	"github.com/meshclaims/meshclaims/framework/report/reporttest"
+)
+
+func TestParseBenchArms(t *testing.T) {
+	for in, want := range map[string]string{"": "fixed,sequential", "sequential": "sequential", " fixed ": "fixed", "fixed,fixed": "fixed", "sequential,fixed": "sequential,fixed"} {
+		arms, err := parseBenchArms(in)
+		if err != nil {
+			t.Fatalf("%q: %v", in, err)
+		}
+		var names []string
+		for _, a := range arms {
+			names = append(names, a.Name)
+		}
+		if got := strings.Join(names, ","); got != want {
+			t.Errorf("%q: arms %s, want %s", in, got, want)
+		}
+	}
+	_, err := parseBenchArms("fixed,seq")
+	if err == nil || !strings.Contains(err.Error(), `"seq"`) || !strings.Contains(err.Error(), "accepted: fixed") {
+		t.Errorf("unknown arm: %v", err)
+	}
+}
+
+// The comparison across arms on two real none-mode runs (fortio on
+// loopback), written under the arms' run ids: nothing until both exist;
+// then the verdict that differs (10% 503s injected into the sequential
+// arm's steady load flip latency.all-ok) and, as the control, none between
+// two clean runs.
+func TestCompareBenchArms(t *testing.T) {
+	reg, err := claims.Load(filepath.Join(repoRoot(), "testdata", "claims.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(root, id string, cfg reporttest.Run) {
+		cfg.ID = id
+		if _, err := reporttest.NoneRun(t, filepath.Join(root, id), cfg).Rebuild(reg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	root := t.TempDir()
+	run(root, benchRunID(0, benchArms[0]), reporttest.Run{})
+	if flips, err := compareBenchArms(root, 0); err != nil || flips != nil {
+		t.Fatalf("one arm only: %v, %v", flips, err)
+	}
+	run(root, benchRunID(0, benchArms[1]), reporttest.Run{EchoStatus: "503:10"})
+	flips, err := compareBenchArms(root, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(flips) == 0 || !strings.Contains(strings.Join(flips, "\n"), "latency.all-ok none") {
+		t.Errorf("503s injected into one arm: differing verdicts %q", flips)
+	}
+
+	clean := t.TempDir()
+	run(clean, benchRunID(0, benchArms[0]), reporttest.Run{})
+	run(clean, benchRunID(0, benchArms[1]), reporttest.Run{})
+	if flips, err := compareBenchArms(clean, 0); err != nil || flips == nil || len(flips) != 0 {
+		t.Errorf("two clean runs: differing verdicts %q, %v", flips, err)
+	}
+}
