@@ -155,14 +155,14 @@ func ProxyFootprint(ctx context.Context, r *spec.Run) (verdict.Measurement, erro
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
-	var ztunnels []corev1.Pod
+	var ztunnels, otherZtunnels []corev1.Pod
 	if r.Mode.Ambient() {
 		list, err := m.Kube.Client.CoreV1().Pods(IstioNamespace).List(ctx, metav1.ListOptions{
-			LabelSelector: fixtures.LabelApp + "=" + ztunnelApp, FieldSelector: "spec.nodeName=" + client.Spec.NodeName})
+			LabelSelector: fixtures.LabelApp + "=" + ztunnelApp})
 		if err != nil {
-			return verdict.Measurement{}, fmt.Errorf("ztunnel pods on node %s: %w", client.Spec.NodeName, err)
+			return verdict.Measurement{}, fmt.Errorf("ztunnel pods: %w", err)
 		}
-		ztunnels = list.Items
+		ztunnels, otherZtunnels = ZtunnelsByNode(list.Items, client.Spec.NodeName)
 	}
 	proxy, ref, err := FootprintProxy(r.Mode, client, ztunnels)
 	if err != nil {
@@ -173,33 +173,48 @@ func ProxyFootprint(ctx context.Context, r *spec.Run) (verdict.Measurement, erro
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
-	read := func(ctx context.Context) (kubeletstats.Sample, error) {
-		sum, err := kubeletstats.Read(ctx, m.Kube.Client, proxy.Spec.NodeName)
-		if err != nil {
-			return kubeletstats.Sample{}, err
+	reader := func(node string, ref kubeletstats.ContainerRef) func(context.Context) (kubeletstats.Sample, error) {
+		return func(ctx context.Context) (kubeletstats.Sample, error) {
+			sum, err := kubeletstats.Read(ctx, m.Kube.Client, node)
+			if err != nil {
+				return kubeletstats.Sample{}, err
+			}
+			return kubeletstats.Find(sum, ref)
 		}
-		return kubeletstats.Find(sum, ref)
 	}
 	// The load and the sampling run side by side; the window is the load's
 	// own span, so readings before it started or after it ended are left out.
+	// In ambient mode the other nodes' ztunnels are read too: on several
+	// nodes the load's HBONE tunnels end at echo's nodes' ztunnels, whose
+	// cost the client node's figure leaves out.
 	done := make(chan struct{})
-	sampled := make(chan struct{})
-	var samples []kubeletstats.Sample
-	var sampleErr error
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	go func() {
-		defer close(sampled)
-		samples, sampleErr = SampleUntil(sctx, read, r.Env.Config.Timeouts.SummaryPoll, done)
-	}()
+	sample := func(node string, ref kubeletstats.ContainerRef) *nodeSamples {
+		ns := &nodeSamples{node: node, ref: ref, finished: make(chan struct{})}
+		go func() {
+			defer close(ns.finished)
+			ns.samples, ns.err = SampleUntil(sctx, reader(node, ref), r.Env.Config.Timeouts.SummaryPoll, done)
+		}()
+		return ns
+	}
+	judged := sample(proxy.Spec.NodeName, ref)
+	var others []*nodeSamples
+	for _, z := range otherZtunnels {
+		others = append(others, sample(z.Spec.NodeName, kubeletstats.ContainerRef{Namespace: z.Namespace, Pod: z.Name, Container: proxyContainer}))
+	}
 	start := time.Now()
 	run, loadErr := Load(ctx, r, c, "footprint", s)
 	end := time.Now()
 	close(done)
-	<-sampled
+	<-judged.finished
+	for _, o := range others {
+		<-o.finished
+	}
 	if loadErr != nil {
 		return verdict.Measurement{}, loadErr
 	}
+	samples, sampleErr := judged.samples, judged.err
 	if sampleErr != nil {
 		return verdict.Measurement{}, fmt.Errorf("reading %s during the load: %w", ref, sampleErr)
 	}
@@ -213,6 +228,18 @@ func ProxyFootprint(ctx context.Context, r *spec.Run) (verdict.Measurement, erro
 	setup := fmt.Sprintf("%s; proxy: container %s (image %s; %s) on node %s; %d kubelet readings over %s, read every %s",
 		DescribeLoad(r, s), ref, ctr.Image, DescribeResources(ctr), proxy.Spec.NodeName,
 		u.Samples, u.To.Sub(u.From).Round(time.Second), r.Env.Config.Timeouts.SummaryPoll)
+	extra := map[string]float64{
+		"working_set_max_mib": u.MaxWorkingSetMiB,
+		"kubelet_readings":    float64(u.Samples),
+		"window_s":            u.To.Sub(u.From).Seconds(),
+		"connections":         float64(run.Result.NumThreads),
+		"requests":            float64(run.Result.Requests()),
+	}
+	if r.Mode.Ambient() {
+		perNode := ztunnelsPerNode(proxy.Spec.NodeName, u, others, start, end, extra)
+		r.Logf("%s", perNode)
+		setup += "; " + perNode
+	}
 	if cv := FootprintCaveats(r.Mode, r.Env.Proxy, m.Options.Images.CPURequest, ctr); len(cv) > 0 {
 		setup += "; differs from the documented setup: " + strings.Join(cv, "; ")
 	}
@@ -221,12 +248,60 @@ func ProxyFootprint(ctx context.Context, r *spec.Run) (verdict.Measurement, erro
 		Value:       verdict.Float64(u.WorkingSetMiB),
 		VCPU:        verdict.Float64(u.VCPU),
 		AchievedQPS: verdict.Float64(qps),
-		Extra: map[string]float64{
-			"working_set_max_mib": u.MaxWorkingSetMiB,
-			"kubelet_readings":    float64(u.Samples),
-			"window_s":            u.To.Sub(u.From).Seconds(),
-			"connections":         float64(run.Result.NumThreads),
-			"requests":            float64(run.Result.Requests()),
-		},
+		Extra:       extra,
 	}, nil
+}
+
+// nodeSamples are one node's proxy readings during a footprint load.
+type nodeSamples struct {
+	node     string
+	ref      kubeletstats.ContainerRef
+	samples  []kubeletstats.Sample
+	err      error
+	finished chan struct{}
+}
+
+// ZtunnelsByNode splits the cluster's ztunnel pods into those on node (the
+// one FootprintProxy reads; more than one there is its error) and those on
+// every other node, sorted by node.
+func ZtunnelsByNode(all []corev1.Pod, node string) (on, others []corev1.Pod) {
+	for _, p := range all {
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		if p.Spec.NodeName == node {
+			on = append(on, p)
+		} else {
+			others = append(others, p)
+		}
+	}
+	sort.Slice(others, func(i, j int) bool { return others[i].Spec.NodeName < others[j].Spec.NodeName })
+	return on, others
+}
+
+// ztunnelsPerNode says what every node's ztunnel used during the load
+// (start to end): the client's node, which the verdict reads, then the
+// others, and sets extra's ztunnel_mib_<node> and ztunnel_vcpu_<node> for
+// each other node. A node whose readings failed or fell outside the load
+// says so instead of a figure: a gap is not a zero.
+func ztunnelsPerNode(clientNode string, client kubeletstats.Usage, others []*nodeSamples, start, end time.Time, extra map[string]float64) string {
+	parts := []string{fmt.Sprintf("%s %.1f MiB / %.3f vCPU (the client's node, the figure judged)", clientNode, client.WorkingSetMiB, client.VCPU)}
+	for _, o := range others {
+		if o.err != nil {
+			parts = append(parts, fmt.Sprintf("%s not read (%v)", o.node, o.err))
+			continue
+		}
+		u, err := kubeletstats.Window(o.samples, start, end)
+		if err != nil {
+			parts = append(parts, fmt.Sprintf("%s not read (%v)", o.node, err))
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s %.1f MiB / %.3f vCPU", o.node, u.WorkingSetMiB, u.VCPU))
+		extra["ztunnel_mib_"+o.node] = u.WorkingSetMiB
+		extra["ztunnel_vcpu_"+o.node] = u.VCPU
+	}
+	if len(others) == 0 {
+		return "ztunnel per node during the load: " + parts[0] + "; no other node runs a ztunnel, so both ends of every call were this one's"
+	}
+	return "ztunnel per node during the load: " + strings.Join(parts, "; ")
 }

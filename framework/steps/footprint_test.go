@@ -150,3 +150,51 @@ func TestProxyFootprintNoneHasNoProxy(t *testing.T) {
 		t.Errorf("%+v, setup %q", got, r.Setup())
 	}
 }
+
+func TestZtunnelsByNode(t *testing.T) {
+	on := func(name, node string) corev1.Pod {
+		p := ztunnelPod(name, "istio-proxy")
+		p.Spec.NodeName = node
+		return p
+	}
+	gone := on("ztunnel-old", "kind-worker")
+	gone.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+	mine, others := ZtunnelsByNode([]corev1.Pod{on("ztunnel-c", "kind-worker2"), on("ztunnel-a", "kind-worker"), gone, on("ztunnel-b", "kind-control-plane")}, "kind-worker")
+	if len(mine) != 1 || mine[0].Name != "ztunnel-a" {
+		t.Errorf("client node's ztunnels: %v", mine)
+	}
+	if len(others) != 2 || others[0].Spec.NodeName != "kind-control-plane" || others[1].Spec.NodeName != "kind-worker2" {
+		t.Errorf("other nodes' ztunnels, by node: %v", others)
+	}
+}
+
+func TestZtunnelsPerNode(t *testing.T) {
+	start := time.Date(2026, 12, 3, 8, 0, 0, 0, time.UTC)
+	end := start.Add(45 * time.Second)
+	reading := func(s int, cpuNs uint64, mib float64) kubeletstats.Sample {
+		at := start.Add(time.Duration(s) * time.Second)
+		return kubeletstats.Sample{CPUTime: at, UsageCoreNanoSeconds: cpuNs, MemoryTime: at, WorkingSetBytes: uint64(mib * kubeletstats.MiB)}
+	}
+	client := kubeletstats.Usage{Samples: 3, WorkingSetMiB: 13.1, VCPU: 0.24}
+	echoNode := &nodeSamples{node: "kind-worker2", samples: []kubeletstats.Sample{reading(5, 1e9, 9), reading(20, 4e9, 10), reading(35, 7e9, 11)}}
+	failed := &nodeSamples{node: "kind-control-plane", err: errors.New("summary: 503")}
+	outside := &nodeSamples{node: "kind-worker3", samples: []kubeletstats.Sample{reading(-10, 1e9, 9), reading(50, 2e9, 9)}}
+	extra := map[string]float64{}
+	got := ztunnelsPerNode("kind-worker", client, []*nodeSamples{failed, echoNode, outside}, start, end, extra)
+	for _, want := range []string{"kind-worker 13.1 MiB / 0.240 vCPU (the client's node, the figure judged)", "kind-worker2 10.0 MiB / 0.200 vCPU",
+		"kind-control-plane not read (summary: 503)", "kind-worker3 not read (0 distinct readings"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("%q lacks %q", got, want)
+		}
+	}
+	if extra["ztunnel_mib_kind-worker2"] != 10 || extra["ztunnel_vcpu_kind-worker2"] != 0.2 {
+		t.Errorf("extra per node: %v", extra)
+	}
+	if _, ok := extra["ztunnel_mib_kind-control-plane"]; ok {
+		t.Errorf("a node not read has a figure: %v", extra)
+	}
+	// One node: said, so a single-node figure is not read as the per-node cost of a spread mesh.
+	if got := ztunnelsPerNode("meshclaims-local", client, nil, start, end, map[string]float64{}); !strings.Contains(got, "no other node runs a ztunnel") {
+		t.Errorf("single node: %q", got)
+	}
+}
