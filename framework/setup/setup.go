@@ -529,7 +529,13 @@ func (s *Suite) stopUp() {
 func (s *Suite) down(ctx context.Context, failed bool) error {
 	s.stopUp()
 	s.mu.Lock()
-	provider, cleaner, installer, env, results, guard := s.provider, s.cleaner, s.installer, s.envInfo, s.Results, s.guard
+	provider, cleaner, installer, results, guard, mesh, started := s.provider, s.cleaner, s.installer, s.Results, s.guard, s.Cluster, s.envInfo.Started
+	s.mu.Unlock()
+	if mesh != nil && provider != nil && provider.RESTConfig() != nil {
+		s.recordHBONECrossings(ctx, mesh.Kube, started)
+	}
+	s.mu.Lock()
+	env := s.envInfo
 	s.mu.Unlock()
 	var errs []error
 	if results != nil {
