@@ -1,6 +1,7 @@
 package all
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -33,7 +34,7 @@ func TestParseBenchArms(t *testing.T) {
 // loopback), written under the arms' run ids: nothing until both exist;
 // then the verdict that differs (10% 503s injected into the sequential
 // arm's steady load flip latency.all-ok) and, as the control, none between
-// two clean runs.
+// two clean runs (three real runs in all).
 func TestCompareBenchArms(t *testing.T) {
 	reg, err := claims.Load(filepath.Join(repoRoot(), "testdata", "claims.yaml"))
 	if err != nil {
@@ -59,8 +60,11 @@ func TestCompareBenchArms(t *testing.T) {
 		t.Errorf("503s injected into one arm: differing verdicts %q", flips)
 	}
 
+	// The control pairs the first clean run with another clean run.
 	clean := t.TempDir()
-	run(clean, benchRunID(0, benchArms[0]), reporttest.Run{})
+	if err := os.Symlink(filepath.Join(root, benchRunID(0, benchArms[0])), filepath.Join(clean, benchRunID(0, benchArms[0]))); err != nil {
+		t.Fatal(err)
+	}
 	run(clean, benchRunID(0, benchArms[1]), reporttest.Run{})
 	if flips, err := compareBenchArms(clean, 0); err != nil || flips == nil || len(flips) != 0 {
 		t.Errorf("two clean runs: differing verdicts %q, %v", flips, err)
