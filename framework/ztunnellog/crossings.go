@@ -79,7 +79,10 @@ func (c Crossings) String() string {
 		if c.Crossed[hops[i]] != c.Crossed[hops[j]] {
 			return c.Crossed[hops[i]] > c.Crossed[hops[j]]
 		}
-		return hops[i].From+hops[i].To < hops[j].From+hops[j].To
+		if hops[i].From != hops[j].From {
+			return hops[i].From < hops[j].From
+		}
+		return hops[i].To < hops[j].To
 	})
 	s := fmt.Sprintf("%d of %d HBONE connection(s) crossed nodes", crossed, c.Total())
 	if len(hops) > 0 {

@@ -49,3 +49,34 @@ func TestCountCrossingsOnARealLog(t *testing.T) {
 		t.Errorf("another namespace: %+v", o)
 	}
 }
+
+// Real lines of two workers' ztunnels from the 3-node kind run of
+// 2026-12-03 (docs/kind-on-podman.md, session 12), placed by the nodes'
+// real pod CIDRs (meshclaims-worker 10.244.2.0/24, meshclaims-worker2
+// 10.244.1.0/24): the worker's ztunnel accepted 3 tunnels from worker2's
+// pooled client and 3 from its own node; worker2's accepted 3 from the
+// worker's client and 1 from its own node. The outbound lines (the worker's
+// client to worker2's echo) are the same requests seen from the other end
+// and are not counted again.
+func TestCountCrossingsOnKind(t *testing.T) {
+	byNode := map[string][]Access{
+		"meshclaims-worker":  readLog(t, "ztunnel-1.30-kind-worker.log"),
+		"meshclaims-worker2": readLog(t, "ztunnel-1.30-kind-worker2.log"),
+	}
+	nodeOf := func(ip string) string {
+		switch {
+		case strings.HasPrefix(ip, "10.244.2."):
+			return "meshclaims-worker"
+		case strings.HasPrefix(ip, "10.244.1."):
+			return "meshclaims-worker2"
+		}
+		return ""
+	}
+	c := CountCrossings(byNode, "meshclaims-ambient-l4", nodeOf)
+	if c.Crossed[Hop{"meshclaims-worker2", "meshclaims-worker"}] != 3 || c.Crossed[Hop{"meshclaims-worker", "meshclaims-worker2"}] != 3 || c.Local != 4 || c.Unplaced != 0 {
+		t.Fatalf("%+v", c)
+	}
+	if s := c.String(); !strings.HasPrefix(s, "6 of 10 HBONE connection(s) crossed nodes (meshclaims-worker -> meshclaims-worker2 3, meshclaims-worker2 -> meshclaims-worker 3), 4 stayed on one node; e.g. on meshclaims-worker2: ") {
+		t.Errorf("text: %s", s)
+	}
+}
