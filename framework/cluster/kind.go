@@ -261,3 +261,9 @@ func (k *Kind) Delete(ctx context.Context) error {
 	}
 	return nil
 }
+
+// NodesShareHost is true: kind's nodes are containers of one engine's host
+// and each reports that host's cores.
+func (k *Kind) NodesShareHost() bool { return true }
+
+var _ SharedHost = (*Kind)(nil)

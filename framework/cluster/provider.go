@@ -150,6 +150,13 @@ type IstioValuer interface {
 	IstioValues() map[string]map[string]any
 }
 
+// SharedHost is implemented by providers whose nodes are containers on one
+// host (kind): each node reports the host's cores as its capacity, so the
+// cluster has the cores of one node, not their sum.
+type SharedHost interface {
+	NodesShareHost() bool
+}
+
 // WorkloadSizer is implemented by providers whose nodes cannot schedule
 // the suite's workloads at GUIDE's CPU request (50m per pod); the fixtures
 // request WorkloadCPURequest instead, with GUIDE's limits, and the report

@@ -269,6 +269,9 @@ func (s *Suite) up(ctx context.Context) error {
 	}
 	opts := fixtures.Options{Run: cfg.RunID, Images: img}
 	mesh := &spec.Cluster{Kube: k, Applier: applier, Options: opts}
+	if sh, ok := provider.(cluster.SharedHost); ok {
+		mesh.NodesShareHost = sh.NodesShareHost()
+	}
 	s.mu.Lock()
 	s.Cluster = mesh
 	s.mu.Unlock()

@@ -73,6 +73,9 @@ type Cluster struct {
 	// Options are the fixture options the set-up deployed with; specs that
 	// re-apply a base object (hardening) use the same ones.
 	Options fixtures.Options
+	// NodesShareHost says the nodes are containers on one host (kind), so
+	// the cluster's cores are one node's, not the sum (cluster.SharedHost).
+	NodesShareHost bool
 }
 
 // Run is one spec's view: its claim, its mode and the shared Env.

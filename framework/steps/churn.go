@@ -8,7 +8,6 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -143,25 +142,41 @@ func Stability(quiet, churned *load.Run) verdict.Measurement {
 	}}
 }
 
-// NodeCores is the CPU capacity of the cluster's nodes.
-func NodeCores(ctx context.Context, r *spec.Run) (float64, error) {
+// NodeCores is the CPU capacity of the cluster's nodes, with what it
+// counted. Nodes that share one host (kind's containers, each reporting
+// the host's cores) count once, as the largest node's capacity: their sum
+// would divide the load by cores that are not there.
+func NodeCores(ctx context.Context, r *spec.Run) (float64, string, error) {
 	m, err := ClusterOf(r)
 	if err != nil {
-		return 0, err
+		return 0, "", err
 	}
 	nodes, err := m.Kube.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return 0, err
+		return 0, "", err
 	}
-	total := resource.NewQuantity(0, resource.DecimalSI)
-	for _, n := range nodes.Items {
-		total.Add(n.Status.Capacity.Cpu().DeepCopy())
+	caps := make([]float64, len(nodes.Items))
+	for i, n := range nodes.Items {
+		caps[i] = float64(n.Status.Capacity.Cpu().MilliValue()) / 1000
 	}
-	cores := float64(total.MilliValue()) / 1000
-	if cores <= 0 {
-		return 0, fmt.Errorf("nodes report no CPU capacity")
+	return CountCores(caps, m.NodesShareHost)
+}
+
+// CountCores sums the nodes' CPU capacities, or takes the largest when the
+// nodes share one host, and says which.
+func CountCores(caps []float64, shareHost bool) (float64, string, error) {
+	var sum, largest float64
+	for _, c := range caps {
+		sum += c
+		largest = math.Max(largest, c)
 	}
-	return cores, nil
+	if sum <= 0 {
+		return 0, "", fmt.Errorf("nodes report no CPU capacity")
+	}
+	if shareHost && len(caps) > 1 {
+		return largest, fmt.Sprintf("%g cores: the %d nodes are containers on one host and each reports its %g cores, counted once", largest, len(caps), largest), nil
+	}
+	return sum, fmt.Sprintf("%g cores over %d node(s)", sum, len(caps)), nil
 }
 
 // churnLoad is the load of both churn runs: no qps limit, 16 connections,

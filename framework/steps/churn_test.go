@@ -2,6 +2,7 @@ package steps
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -74,5 +75,24 @@ func TestRestoreChurnOnServer(t *testing.T) {
 	}
 	if err := RestoreChurn(ctx, cs, empty.Name, 1); err == nil {
 		t.Fatal("restoring Deployments that do not exist succeeded")
+	}
+}
+
+// Nodes that are containers on one host each report the host's cores:
+// counted once, where separate machines add up. Without the sharing the
+// sum is the control.
+func TestCountCores(t *testing.T) {
+	kind := []float64{2, 2, 2}
+	if c, why, err := CountCores(kind, true); err != nil || c != 2 || !strings.Contains(why, "3 nodes are containers on one host") {
+		t.Errorf("kind's 3 nodes on a 2-core host: %v %q %v", c, why, err)
+	}
+	if c, why, err := CountCores(kind, false); err != nil || c != 6 || why != "6 cores over 3 node(s)" {
+		t.Errorf("3 machines of 2 cores: %v %q %v", c, why, err)
+	}
+	if c, _, err := CountCores([]float64{2}, true); err != nil || c != 2 {
+		t.Errorf("one node: %v %v", c, err)
+	}
+	if _, _, err := CountCores([]float64{0, 0}, false); err == nil {
+		t.Error("no capacity: no error")
 	}
 }

@@ -110,9 +110,9 @@ func TestStepsOnLocalCluster(t *testing.T) {
 		if st.Value == nil || st.Extra["quiet_qps"] <= 0 || st.Extra["churn_qps"] <= 0 {
 			t.Fatalf("stability %+v", st)
 		}
-		cores, err := steps.NodeCores(ctx, r)
-		if err != nil || cores <= 0 {
-			t.Fatalf("cores %v, %v", cores, err)
+		cores, counted, err := steps.NodeCores(ctx, r)
+		if err != nil || cores <= 0 || !strings.Contains(counted, "over 1 node(s)") {
+			t.Fatalf("cores %v (%s), %v", cores, counted, err)
 		}
 	})
 	t.Run("proxy usage reads the kubelets", func(t *testing.T) {

@@ -5,6 +5,7 @@ package scale
 
 import (
 	"context"
+	"time"
 
 	"github.com/meshclaims/meshclaims/framework/spec"
 	"github.com/meshclaims/meshclaims/framework/steps"
@@ -41,10 +42,11 @@ var _ = spec.Declare(spec.Def{
 		if err != nil {
 			return verdict.Measurement{}, err
 		}
-		cores, err := steps.NodeCores(ctx, r)
+		cores, counted, err := steps.NodeCores(ctx, r)
 		if err != nil {
 			return verdict.Measurement{}, err
 		}
+		r.SetSetup("saturating load on echo (16 connections, %s) under churn: %.0f qps over %s", churned.Result.ActualDuration.Round(time.Second), churned.Result.ActualQPS, counted)
 		qpc := churned.Result.ActualQPS / cores
 		return verdict.Measurement{Value: verdict.Float64(qpc), Extra: map[string]float64{"qps": churned.Result.ActualQPS, "cores": cores}}, nil
 	},
