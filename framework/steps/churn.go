@@ -14,11 +14,12 @@ import (
 
 	"github.com/meshclaims/meshclaims/fixtures"
 	"github.com/meshclaims/meshclaims/framework/load"
+	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/spec"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
 
-type churnPair struct{ quiet, churned *load.Run }
+type churnPair struct{ quiet, churned, noMeshQuiet, noMeshChurned *load.Run }
 
 var churns sharedMeasurement[churnPair]
 
@@ -27,49 +28,84 @@ var churns sharedMeasurement[churnPair]
 // canary Deployments are rescaled every second (SCALE: 85-115 replicas, here
 // 1-3) and the namespace is relabelled every minute. Shared by both SCALE claims.
 func ChurnRuns(ctx context.Context, r *spec.Run) (*load.Run, *load.Run, error) {
-	p, err := churns.get(r, r.Env.Config.RunID+"/"+string(r.Mode), func() (churnPair, error) {
-		if err := Quiesce(ctx, r, r.Mode); err != nil {
-			return churnPair{}, err
-		}
-		s := churnLoad(r)
-		quiet, err := Load(ctx, r, InMesh(r), "quiet", s)
-		if err != nil {
-			return churnPair{}, err
-		}
-		mesh, err := ClusterOf(r)
-		if err != nil {
-			return churnPair{}, err
-		}
-		// The churn rescales the canary versions and relabels the namespace:
-		// put both back whatever happens, for the specs that follow.
-		base := mesh.Options.CanaryReplicas
-		if base == 0 {
-			base = 1 // fixtures.CanaryEcho's default
-		}
-		r.Defer(func(ctx context.Context) error {
-			if err := mesh.Applier.Phase(ctx, "restore after churn", func(ctx context.Context) error {
-				return RestoreChurn(ctx, mesh.Kube.Client, r.Namespace(), base)
-			}); err != nil {
-				return err
-			}
-			return mesh.Kube.WaitAvailable(ctx, r.Namespace(), r.Env.Config.Timeouts.WorkloadsReady, churnedDeployments...)
-		})
-		stop := startChurn(ctx, r)
-		churned, err := Load(ctx, r, InMesh(r), "churn", s)
-		n, cerr := stop()
-		r.Logf("churn: %d changes", n)
-		if err != nil {
-			return churnPair{}, err
-		}
-		if cerr != nil {
-			return churnPair{}, fmt.Errorf("churn: %w", cerr)
-		}
-		return churnPair{quiet, churned}, nil
-	})
+	p, err := churnRuns(ctx, r)
 	return p.quiet, p.churned, err
 }
 
-func startChurn(ctx context.Context, r *spec.Run) func() (int, error) {
+// ChurnControl is the same pair of loads and churn in the no-mesh
+// namespace, run before the mode's own (ChurnRuns runs both once): on a
+// small or shared host the churn's pod starts (container runtime, CNI,
+// NetworkPolicy syncs) take CPU from a saturating load whether or not a
+// mesh is there, and a change this pair shows too is the cluster's, not
+// the mesh's. nil, nil in mode none.
+func ChurnControl(ctx context.Context, r *spec.Run) (*load.Run, *load.Run, error) {
+	p, err := churnRuns(ctx, r)
+	return p.noMeshQuiet, p.noMeshChurned, err
+}
+
+func churnRuns(ctx context.Context, r *spec.Run) (churnPair, error) {
+	return churns.get(r, r.Env.Config.RunID+"/"+string(r.Mode), func() (churnPair, error) {
+		var p churnPair
+		if r.Mode != mode.None {
+			var err error
+			p.noMeshQuiet, p.noMeshChurned, err = quietAndChurned(ctx, r, mode.None, "no-mesh-")
+			if err != nil {
+				return churnPair{}, fmt.Errorf("the no-mesh control: %w", err)
+			}
+		}
+		var err error
+		p.quiet, p.churned, err = quietAndChurned(ctx, r, r.Mode, "")
+		return p, err
+	})
+}
+
+// quietAndChurned runs the saturating load from mode m's client to m's
+// echo, quiet and then while m's namespace churns, the churn undone after
+// the spec.
+func quietAndChurned(ctx context.Context, r *spec.Run, m mode.Mode, prefix string) (*load.Run, *load.Run, error) {
+	if err := Quiesce(ctx, r, m); err != nil {
+		return nil, nil, err
+	}
+	s := churnLoad(r)
+	s.URL = EchoURLOf(m)
+	c := InMeshOf(r, m)
+	quiet, err := Load(ctx, r, c, prefix+"quiet", s)
+	if err != nil {
+		return nil, nil, err
+	}
+	mesh, err := ClusterOf(r)
+	if err != nil {
+		return nil, nil, err
+	}
+	// The churn rescales the canary versions and relabels the namespace:
+	// put both back whatever happens, for the specs that follow.
+	base := mesh.Options.CanaryReplicas
+	if base == 0 {
+		base = 1 // fixtures.CanaryEcho's default
+	}
+	ns := m.Namespace()
+	r.Defer(func(ctx context.Context) error {
+		if err := mesh.Applier.Phase(ctx, "restore after churn", func(ctx context.Context) error {
+			return RestoreChurn(ctx, mesh.Kube.Client, ns, base)
+		}); err != nil {
+			return err
+		}
+		return mesh.Kube.WaitAvailable(ctx, ns, r.Env.Config.Timeouts.WorkloadsReady, churnedDeployments...)
+	})
+	stop := startChurn(ctx, r, ns)
+	churned, err := Load(ctx, r, c, prefix+"churn", s)
+	n, cerr := stop()
+	r.Logf("churn in %s: %d changes", ns, n)
+	if err != nil {
+		return nil, nil, err
+	}
+	if cerr != nil {
+		return nil, nil, fmt.Errorf("churn: %w", cerr)
+	}
+	return quiet, churned, nil
+}
+
+func startChurn(ctx context.Context, r *spec.Run, ns string) func() (int, error) {
 	m, _ := ClusterOf(r)
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
@@ -88,11 +124,11 @@ func startChurn(ctx context.Context, r *spec.Run) func() (int, error) {
 			var err error
 			if i%60 == 59 {
 				patch := fmt.Sprintf(`{"metadata":{"labels":{%q:"%d"}}}`, ChurnLabel, i)
-				_, err = m.Kube.Client.CoreV1().Namespaces().Patch(ctx, r.Namespace(), types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+				_, err = m.Kube.Client.CoreV1().Namespaces().Patch(ctx, ns, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
 			} else {
 				name := churnedDeployments[rand.IntN(len(churnedDeployments))]
 				patch := fmt.Sprintf(`{"spec":{"replicas":%d}}`, 1+rand.IntN(3))
-				_, err = m.Kube.Client.AppsV1().Deployments(r.Namespace()).Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+				_, err = m.Kube.Client.AppsV1().Deployments(ns).Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
 			}
 			if err != nil && ctx.Err() == nil && firstErr == nil {
 				firstErr = err
@@ -134,12 +170,32 @@ func RestoreChurn(ctx context.Context, c kubernetes.Interface, ns string, replic
 // Stability is the largest relative change of throughput and P50 from the
 // quiet run to the churned one.
 func Stability(quiet, churned *load.Run) verdict.Measurement {
-	qQPS, cQPS := quiet.Result.ActualQPS, churned.Result.ActualQPS
-	qP50, cP50 := Percentiles(quiet)["50"], Percentiles(churned)["50"]
-	d := math.Max(math.Abs(cQPS-qQPS)/qQPS, math.Abs(cP50-qP50)/qP50)
+	d, qQPS, cQPS, qP50, cP50 := change(quiet, churned)
 	return verdict.Measurement{Value: verdict.Float64(d), Extra: map[string]float64{
 		"quiet_qps": qQPS, "churn_qps": cQPS, "quiet_p50_ms": qP50, "churn_p50_ms": cP50,
 	}}
+}
+
+// StabilityWithControl is Stability with the no-mesh control's change
+// beside it (Extra no_mesh_change, with its throughputs): the verdict
+// (verdict's stability judgement) cannot lay on the mesh a change the
+// cluster shows without one.
+func StabilityWithControl(quiet, churned, noMeshQuiet, noMeshChurned *load.Run) verdict.Measurement {
+	m := Stability(quiet, churned)
+	if noMeshQuiet == nil || noMeshChurned == nil {
+		return m
+	}
+	d, qQPS, cQPS, _, _ := change(noMeshQuiet, noMeshChurned)
+	m.Extra[verdict.NoMeshChange] = d
+	m.Extra["no_mesh_quiet_qps"], m.Extra["no_mesh_churn_qps"] = qQPS, cQPS
+	return m
+}
+
+func change(quiet, churned *load.Run) (d, qQPS, cQPS, qP50, cP50 float64) {
+	qQPS, cQPS = quiet.Result.ActualQPS, churned.Result.ActualQPS
+	qP50, cP50 = Percentiles(quiet)["50"], Percentiles(churned)["50"]
+	d = math.Max(math.Abs(cQPS-qQPS)/qQPS, math.Abs(cP50-qP50)/qP50)
+	return d, qQPS, cQPS, qP50, cP50
 }
 
 // NodeCores is the CPU capacity of the cluster's nodes, with what it

@@ -38,6 +38,17 @@ type judgeCase struct {
 func TestJudge(t *testing.T) {
 	reg := claimstest.Registry(t)
 	cases := []judgeCase{
+		// scale.churn-stability and its no-mesh control: the control fires
+		// (inconclusive) only when the cluster moved beyond the tolerance
+		// without a mesh; a steady control leaves the mesh's change judged.
+		{"churn: steady mesh, steady control", "scale.churn-stability", mode.AmbientL7,
+			Measurement{Value: Float64(0.12), Extra: map[string]float64{NoMeshChange: 0.05}}, Reproduced, "12% <= 20%"},
+		{"churn: the mesh moved, the control did not: the mesh's", "scale.churn-stability", mode.AmbientL7,
+			Measurement{Value: Float64(0.58), Extra: map[string]float64{NoMeshChange: 0.08}}, NotReproduced, "58% > 20%"},
+		{"churn: the control moved too: the cluster's", "scale.churn-stability", mode.AmbientL7,
+			Measurement{Value: Float64(0.58), Extra: map[string]float64{NoMeshChange: 0.55}}, Inconclusive, "without a mesh the same churn changed the same load 55%"},
+		{"churn without a control (an earlier run's record) is judged as before", "scale.churn-stability", mode.AmbientL7,
+			Measurement{Value: Float64(0.58)}, NotReproduced, "58% > 20%"},
 		{"GUIDE's own sidecar rollout numbers reproduce", "rollout.baseline", mode.Sidecar,
 			Measurement{Count: Int64(324), Total: Int64(60000), NoResponse: Int64(2)}, Reproduced, "503 rate 324/60000"},
 		{"no 503s at all is not sidecar's 0.5%", "rollout.baseline", mode.Sidecar,

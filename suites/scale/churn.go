@@ -13,19 +13,24 @@ import (
 )
 
 // Scenario: saturating load on echo for 60 s (scaled) without churn, then
-// with churn. Expectation: throughput and P50 under churn within 20% of the
-// quiet run.
+// with churn; first the same in the namespace without a mesh, the control.
+// Expectation: throughput and P50 under churn within 20% of the quiet run
+// (inconclusive when the control moves beyond that too).
 var _ = spec.Declare(spec.Def{
 	Claim:    "scale.churn-stability",
 	Area:     "scale",
-	Scenario: "saturating load on echo, quiet vs under churn (rescale every second, relabel every minute)",
+	Scenario: "saturating load on echo, quiet vs under churn (rescale every second, relabel every minute), after the same without a mesh as control",
 	Slow:     true,
 	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
 		quiet, churned, err := steps.ChurnRuns(ctx, r)
 		if err != nil {
 			return verdict.Measurement{}, err
 		}
-		return steps.Stability(quiet, churned), nil
+		noMeshQuiet, noMeshChurned, err := steps.ChurnControl(ctx, r)
+		if err != nil {
+			return verdict.Measurement{}, err
+		}
+		return steps.StabilityWithControl(quiet, churned, noMeshQuiet, noMeshChurned), nil
 	},
 })
 
