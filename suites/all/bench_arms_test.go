@@ -1,6 +1,7 @@
 package all
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -68,5 +69,24 @@ func TestCompareBenchArms(t *testing.T) {
 	run(clean, benchRunID(0, benchArms[1]), reporttest.Run{})
 	if flips, err := compareBenchArms(clean, 0); err != nil || flips == nil || len(flips) != 0 {
 		t.Errorf("two clean runs: differing verdicts %q, %v", flips, err)
+	}
+}
+
+// The failure message of an hours-long arm carries the end of its output,
+// however much came before.
+func TestTailBufferKeepsTheEnd(t *testing.T) {
+	var tb tailBuffer
+	for i := 0; i < 3000; i++ {
+		fmt.Fprintf(&tb, "line %04d\n", i)
+	}
+	got := tb.String()
+	if len(got) != 4000 {
+		t.Fatalf("kept %d bytes, want 4000", len(got))
+	}
+	if !strings.HasSuffix(got, "line 2999\n") {
+		t.Fatalf("lost the last line: ...%q", got[len(got)-40:])
+	}
+	if strings.Contains(got, "line 0000") {
+		t.Fatal("kept the first line of 30000 bytes")
 	}
 }

@@ -2,6 +2,7 @@ package all
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -90,11 +91,24 @@ func BenchmarkLocalRunWallTime(b *testing.B) {
 			id := benchRunID(i, a)
 			args := append([]string{"-mode=" + modes, "-provider=local", "-duration-scale=" + scale, "-fail-on=error",
 				"-sequential=" + a.Sequential, "-results=" + root, "-run-id=" + id, "-test.timeout=6h"}, extra...)
-			start := time.Now()
-			out, err := exec.Command(bin, args...).CombinedOutput()
-			took := time.Since(start)
+			// The run's output goes to <results>/<id>.log as it comes, so
+			// a run of hours can be followed (tail -f) and read afterwards.
+			logPath := filepath.Join(root, id+".log")
+			logFile, err := os.Create(logPath)
 			if err != nil {
-				b.Fatalf("%s: %v\n%s", id, err, tail(out))
+				b.Fatal(err)
+			}
+			var last tailBuffer
+			cmd := exec.Command(bin, args...)
+			cmd.Stdout = io.MultiWriter(logFile, &last)
+			cmd.Stderr = cmd.Stdout
+			b.Logf("%s: running; its output goes to %s", id, logPath)
+			start := time.Now()
+			err = cmd.Run()
+			took := time.Since(start)
+			logFile.Close()
+			if err != nil {
+				b.Fatalf("%s: %v (whole output in %s)\n%s", id, err, logPath, last.String())
 			}
 			res, err := report.LoadResults(filepath.Join(root, id, "results.json"))
 			if err != nil {
@@ -163,9 +177,16 @@ func envOr(k, def string) string {
 	return def
 }
 
-func tail(b []byte) string {
-	if len(b) > 4000 {
-		return string(b[len(b)-4000:])
+// tailBuffer keeps the last 4000 bytes written to it: the end of a run's
+// output for a failure message, without holding hours of it.
+type tailBuffer struct{ b []byte }
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.b = append(t.b, p...)
+	if len(t.b) > 4000 {
+		t.b = append([]byte(nil), t.b[len(t.b)-4000:]...)
 	}
-	return string(b)
+	return len(p), nil
 }
+
+func (t *tailBuffer) String() string { return string(t.b) }
