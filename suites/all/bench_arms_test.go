@@ -48,12 +48,12 @@ func TestCompareBenchArms(t *testing.T) {
 		}
 	}
 	root := t.TempDir()
-	run(root, benchRunID(0, benchArms[0]), reporttest.Run{})
-	if flips, err := compareBenchArms(root, 0); err != nil || flips != nil {
+	run(root, benchRunID(0, benchArms[0], "none"), reporttest.Run{})
+	if flips, err := compareBenchArms(root, 0, "none"); err != nil || flips != nil {
 		t.Fatalf("one arm only: %v, %v", flips, err)
 	}
-	run(root, benchRunID(0, benchArms[1]), reporttest.Run{EchoStatus: "503:10"})
-	flips, err := compareBenchArms(root, 0)
+	run(root, benchRunID(0, benchArms[1], "none"), reporttest.Run{EchoStatus: "503:10"})
+	flips, err := compareBenchArms(root, 0, "none")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,12 +63,32 @@ func TestCompareBenchArms(t *testing.T) {
 
 	// The control pairs the first clean run with another clean run.
 	clean := t.TempDir()
-	if err := os.Symlink(filepath.Join(root, benchRunID(0, benchArms[0])), filepath.Join(clean, benchRunID(0, benchArms[0]))); err != nil {
+	if err := os.Symlink(filepath.Join(root, benchRunID(0, benchArms[0], "none")), filepath.Join(clean, benchRunID(0, benchArms[0], "none"))); err != nil {
 		t.Fatal(err)
 	}
-	run(clean, benchRunID(0, benchArms[1]), reporttest.Run{})
-	if flips, err := compareBenchArms(clean, 0); err != nil || flips == nil || len(flips) != 0 {
+	run(clean, benchRunID(0, benchArms[1], "none"), reporttest.Run{})
+	if flips, err := compareBenchArms(clean, 0, "none"); err != nil || flips == nil || len(flips) != 0 {
 		t.Errorf("two clean runs: differing verdicts %q, %v", flips, err)
+	}
+}
+
+func TestBenchRunIDNamesArmAndModes(t *testing.T) {
+	for _, c := range []struct {
+		arm   benchArm
+		modes string
+		want  string
+	}{
+		{benchArms[0], "none,sidecar", "bench-0-fixed-none+sidecar"},
+		{benchArms[1], "sidecar", "bench-0-sequential-sidecar"},
+		{benchArms[1], "none, sidecar", "bench-0-sequential-none+sidecar"},
+	} {
+		if got := benchRunID(0, c.arm, c.modes); got != c.want {
+			t.Errorf("benchRunID(0, %s, %q) = %q, want %q", c.arm.Name, c.modes, got, c.want)
+		}
+	}
+	// A run of one mode is never taken for a run of another.
+	if benchRunID(0, benchArms[1], "none") == benchRunID(0, benchArms[1], "sidecar") {
+		t.Error("the run ids of two modes' runs collide")
 	}
 }
 

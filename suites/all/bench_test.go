@@ -51,9 +51,15 @@ func parseBenchArms(s string) ([]benchArm, error) {
 	return out, nil
 }
 
-// benchRunID names an arm's run so a later session finds it in the same
-// results directory.
-func benchRunID(i int, a benchArm) string { return fmt.Sprintf("bench-%d-%s", i, a.Name) }
+// benchRunID names an arm's run of the given modes so a later session
+// finds it in the same results directory: "bench-0-sequential-sidecar",
+// "bench-0-fixed-none+sidecar". The modes are in it because one arm of
+// none,sidecar at scale 1 outlasts a session here, so each mode's run is
+// measured on its own (MESHCLAIMS_BENCH_MODES=none, then sidecar) and kept
+// beside the others.
+func benchRunID(i int, a benchArm, modes string) string {
+	return fmt.Sprintf("bench-%d-%s-%s", i, a.Name, strings.ReplaceAll(strings.ReplaceAll(modes, " ", ""), ",", "+"))
+}
 
 // BenchmarkLocalRunWallTime measures a whole qualification run's wall time
 // on the local cluster, with sequential stopping (the default) and
@@ -88,7 +94,7 @@ func BenchmarkLocalRunWallTime(b *testing.B) {
 	bin := e2eBinary(b)
 	for i := 0; i < b.N; i++ {
 		for _, a := range arms {
-			id := benchRunID(i, a)
+			id := benchRunID(i, a, modes)
 			args := append([]string{"-mode=" + modes, "-provider=local", "-duration-scale=" + scale, "-fail-on=error",
 				"-sequential=" + a.Sequential, "-results=" + root, "-run-id=" + id, "-test.timeout=6h"}, extra...)
 			// The run's output goes to <results>/<id>.log as it comes, so
@@ -117,7 +123,7 @@ func BenchmarkLocalRunWallTime(b *testing.B) {
 			b.ReportMetric(took.Seconds(), "s/run-"+a.Name)
 			b.Logf("%s: %s wall, planned %s; verdicts %v", id, took.Round(time.Second), res.Environment.Planned.Round(time.Second), res.Summary)
 		}
-		flips, err := compareBenchArms(root, i)
+		flips, err := compareBenchArms(root, i, modes)
 		switch {
 		case err != nil:
 			b.Fatal(err)
@@ -131,12 +137,12 @@ func BenchmarkLocalRunWallTime(b *testing.B) {
 }
 
 // compareBenchArms compares the fixed and the sequential run of iteration
-// i in root, wherever either came from. nil, nil when one is missing (the
+// i of modes in root, wherever either came from. nil, nil when one is missing (the
 // other arm has not run yet); otherwise one line per claim and mode whose
 // verdict differs, empty when none does.
-func compareBenchArms(root string, i int) ([]string, error) {
-	fixed := filepath.Join(root, benchRunID(i, benchArms[0]), "results.json")
-	seq := filepath.Join(root, benchRunID(i, benchArms[1]), "results.json")
+func compareBenchArms(root string, i int, modes string) ([]string, error) {
+	fixed := filepath.Join(root, benchRunID(i, benchArms[0], modes), "results.json")
+	seq := filepath.Join(root, benchRunID(i, benchArms[1], modes), "results.json")
 	for _, p := range []string{fixed, seq} {
 		if _, err := os.Stat(p); os.IsNotExist(err) {
 			return nil, nil
