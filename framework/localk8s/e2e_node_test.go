@@ -81,6 +81,7 @@ func TestLocalNodeNamespace(t *testing.T) {
 	}
 	k.Logf = t.Logf
 	cfg := k.Config()
+	wipedHost(t, cfg)
 	before := hostMounts(t, cfg)
 	beforeSnap := snapshot(t, cfg)
 	deleted := false

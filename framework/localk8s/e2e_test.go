@@ -133,6 +133,7 @@ func TestLocalClusterEndToEnd(t *testing.T) {
 	}
 	k.Logf = t.Logf
 	cfg := k.Config()
+	wipedHost(t, cfg)
 	before := snapshot(t, cfg)
 	deleted := false
 	defer func() {
@@ -273,6 +274,28 @@ func TestLocalClusterEndToEnd(t *testing.T) {
 	}
 	if left := localk8s.PlanWipe(st, cfg, os.Getpid()); !left.Empty() {
 		t.Errorf("leftovers after Delete:\n%s", left)
+	}
+}
+
+// wipedHost wipes what an earlier run left on the host (a test binary
+// killed before its Delete, another session's cluster) and logs it, so
+// that the before-and-after comparison starts from the host as Start's own
+// wipe leaves it: Start removes such leftovers by design, and a snapshot
+// taken before them would report their removal as a change (CI stop 32:
+// kube-proxy's rules and the bridge of a cluster that ran before the test).
+func wipedHost(t *testing.T, c localk8s.Config) {
+	t.Helper()
+	st, err := localk8s.Observe(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	left := localk8s.PlanWipe(st, c, os.Getpid())
+	if left.Empty() {
+		return
+	}
+	t.Logf("the host holds an earlier run's leftovers; wiping them before the snapshot:\n%s", left)
+	if err := localk8s.Wipe(context.Background(), c); err != nil {
+		t.Fatalf("wiping an earlier run's leftovers: %v", err)
 	}
 }
 
