@@ -184,6 +184,11 @@ func TestStepsOnLocalCluster(t *testing.T) {
 		if m.Unmet == "" {
 			t.Fatal("no proxy applies retries without a mesh, yet the duplicate count would be judged")
 		}
+		// The load's record counts the orders sent, as the report's loads
+		// table shows them against the planned rate x duration.
+		if loads := r.Loads(); len(loads) != 1 || loads[0].Requests != *m.Total || loads[0].Cycles != int(m.Extra["cycles"]) {
+			t.Fatalf("the load's record %+v; want 1 load of %d requests and %v cycles", loads, *m.Total, m.Extra["cycles"])
+		}
 		t.Logf("sent %d, failures %v, cycles %v", *m.Total, m.Extra["client_failures"], m.Extra["cycles"])
 	})
 	// The negative control of netpol.enforcement-not-retroactive's

@@ -376,12 +376,18 @@ func OrdersDuringRollout(ctx context.Context, r *spec.Run) (verdict.Measurement,
 	if lerr != nil {
 		r.Logf("rollout loop: %v", lerr)
 	}
-	r.Ran(loadplan.LoadRan{Load: decl, Took: time.Since(start), Cycles: len(cycles), Stopped: StoppedFull})
+	ran := loadplan.LoadRan{Load: decl, Took: time.Since(start), Cycles: len(cycles), Stopped: StoppedFull}
 	time.Sleep(5 * time.Second) // let in-flight orders (3 s client timeout) finish
 	var after orderclient.Stats
 	if err := call(oc, http.MethodGet, "/stats", &after); err != nil {
+		r.Ran(ran)
 		return verdict.Measurement{}, err
 	}
+	// The load's requests are the orders order-client sent in it (its own
+	// counter), as a fortio load's are fortio's: without them the report's
+	// loads table said 0 of T2's 6000 planned (bench run, session 14).
+	ran.Requests = after.Sent - before.Sent
+	r.Ran(ran)
 	var dupes collector.Dupes
 	if err := call(coll, http.MethodGet, "/dupes", &dupes); err != nil {
 		return verdict.Measurement{}, err
