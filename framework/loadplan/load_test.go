@@ -124,3 +124,44 @@ func TestWriteCountsOneRunForEveryReaderOfTheSameLoad(t *testing.T) {
 		t.Fatalf("a run of its own: loads %s (want %s), shared %d (want 2)\n%s", e.Loads, 3*t1.Duration, e.Shared, b.String())
 	}
 }
+
+// Two runs, one per mode, give the plan of both modes every cost: each
+// spec's from the first run that measured it, the longer set-up; runs at
+// different scales are refused with both named.
+func TestMergeCostsJoinsRunsOfSeparateModes(t *testing.T) {
+	none := &loadplan.Costs{Run: "bench-0-sequential-none", Scale: 1, SetUp: 20 * time.Second, Beyond: map[string]time.Duration{
+		loadplan.Key("conntrack.table-full", mode.None): 3 * time.Minute,
+		loadplan.Key("latency.all-ok", mode.None):       10 * time.Second,
+	}}
+	sidecar := &loadplan.Costs{Run: "bench-0-sequential-sidecar", Scale: 1, SetUp: 50 * time.Second, Beyond: map[string]time.Duration{
+		loadplan.Key("latency.all-ok", mode.Sidecar):         12 * time.Second,
+		loadplan.Key("latency.all-ok", mode.None):            99 * time.Second, // measured twice: the first run's wins
+		loadplan.Key("mtls.plaintext-blocked", mode.Sidecar): 40 * time.Second,
+	}}
+	c, err := loadplan.MergeCosts([]*loadplan.Costs{none, sidecar})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.SetUp != 50*time.Second || len(c.Beyond) != 4 || c.Beyond[loadplan.Key("latency.all-ok", mode.None)] != 10*time.Second ||
+		c.Run != "bench-0-sequential-none + bench-0-sequential-sidecar" || c.Scale != 1 {
+		t.Errorf("merged %+v", c)
+	}
+	specs := []loadplan.Spec{
+		{Claim: "conntrack.table-full", Mode: mode.None, Undeclared: true},
+		{Claim: "mtls.plaintext-blocked", Mode: mode.Sidecar, Undeclared: true},
+	}
+	var b bytes.Buffer
+	if e := loadplan.Write(&b, []mode.Mode{mode.None, mode.Sidecar}, 1, specs, c, loadplan.Concurrency{}); e.Unknown != 0 || e.Known != 50*time.Second+3*time.Minute+40*time.Second {
+		t.Errorf("plan with the merged costs: known %s, unknown %d\n%s", e.Known, e.Unknown, b.String())
+	}
+	// The negative control: with one run alone, the other mode's cost is unknown.
+	b.Reset()
+	if e := loadplan.Write(&b, []mode.Mode{mode.None, mode.Sidecar}, 1, specs, none, loadplan.Concurrency{}); e.Unknown != 1 {
+		t.Errorf("plan with the none run alone: unknown %d, want 1\n%s", e.Unknown, b.String())
+	}
+	half := *sidecar
+	half.Scale = 0.05
+	if _, err := loadplan.MergeCosts([]*loadplan.Costs{none, &half}); err == nil || !strings.Contains(err.Error(), "run bench-0-sequential-sidecar at 0.05") {
+		t.Errorf("runs of two scales: %v", err)
+	}
+}

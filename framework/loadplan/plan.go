@@ -161,3 +161,33 @@ func Write(w io.Writer, modes []mode.Mode, scale float64, specs []Spec, costs *C
 	fmt.Fprintln(w)
 	return e
 }
+
+// MergeCosts joins the costs of several earlier runs into one, so a plan
+// of modes measured in separate runs (one arm per mode, as a session here
+// holds only one at scale 1) knows every spec's cost: each "claim [mode]"
+// takes its cost from the first run, in the order given, that measured it.
+// The set-up is the longest of theirs: a run of several modes sets up once
+// what its most demanding mode needs (istiod and its images), and the
+// shorter set-ups are part of it. Runs at different -duration-scale values
+// are refused, since their costs beyond loads need not agree.
+func MergeCosts(cs []*Costs) (*Costs, error) {
+	if len(cs) == 0 {
+		return nil, nil
+	}
+	out := &Costs{Scale: cs[0].Scale, Beyond: map[string]time.Duration{}}
+	var runs []string
+	for _, c := range cs {
+		if c.Scale != out.Scale {
+			return nil, fmt.Errorf("run %s is at -duration-scale=%g and run %s at %g; give runs of one scale", cs[0].Run, cs[0].Scale, c.Run, c.Scale)
+		}
+		runs = append(runs, c.Run)
+		out.SetUp = max(out.SetUp, c.SetUp)
+		for k, d := range c.Beyond {
+			if _, ok := out.Beyond[k]; !ok {
+				out.Beyond[k] = d
+			}
+		}
+	}
+	out.Run = strings.Join(runs, " + ")
+	return out, nil
+}

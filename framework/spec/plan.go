@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/meshclaims/meshclaims/framework/interference"
 	"github.com/meshclaims/meshclaims/framework/loadplan"
@@ -56,7 +57,7 @@ func PlanLoads(ctx context.Context, planned []Planned, env *Env) ([]loadplan.Spe
 
 // WritePlan prints the plan of a run with env's configuration
 // (loadplan.Write): the planned specs' declared loads, the costs measured
-// by the run in Config.PlanCosts or else the newest earlier run of the same
+// by the runs in Config.PlanCosts (comma-separated, loadplan.MergeCosts) or else the newest earlier run of the same
 // provider, and the estimated total.
 func WritePlan(ctx context.Context, w io.Writer, planned []Planned, env *Env) (loadplan.Estimate, error) {
 	specs, err := PlanLoads(ctx, planned, env)
@@ -66,12 +67,20 @@ func WritePlan(ctx context.Context, w io.Writer, planned []Planned, env *Env) (l
 	cfg := env.Config
 	var costs *loadplan.Costs
 	if cfg.PlanCosts != "" {
-		d, err := report.Open(cfg.PlanCosts)
-		if err != nil {
-			return loadplan.Estimate{}, fmt.Errorf("-plan-costs: %w", err)
+		var cs []*loadplan.Costs
+		for _, dir := range strings.Split(cfg.PlanCosts, ",") {
+			d, err := report.Open(dir)
+			if err != nil {
+				return loadplan.Estimate{}, fmt.Errorf("-plan-costs: %w", err)
+			}
+			c, err := d.Costs()
+			if err != nil {
+				return loadplan.Estimate{}, fmt.Errorf("-plan-costs: %w", err)
+			}
+			cs = append(cs, c)
 		}
-		if costs, err = d.Costs(); err != nil {
-			return loadplan.Estimate{}, fmt.Errorf("-plan-costs: %w", err)
+		if costs, err = loadplan.MergeCosts(cs); err != nil {
+			return loadplan.Estimate{}, fmt.Errorf("-plan-costs=%s: %w", cfg.PlanCosts, err)
 		}
 	} else {
 		costs = report.LatestCosts(cfg.ResultsRoot, cfg.Provider, cfg.ResultsDir)
