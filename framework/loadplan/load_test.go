@@ -88,6 +88,15 @@ func TestWriteCountsSharedLoadsOnceAndStatesUnknownCosts(t *testing.T) {
 	if !strings.Contains(b.String(), "suite set-up: 5m0s (measured)") || !strings.Contains(b.String(), "beyond loads unknown") {
 		t.Errorf("plan with costs:\n%s", b.String())
 	}
+	if strings.Contains(b.String(), "is not this plan's") {
+		t.Errorf("a record of the plan's own scale is said to differ:\n%s", b.String())
+	}
+	// A record of another scale is named as such.
+	b.Reset()
+	loadplan.Write(&b, []mode.Mode{mode.None, mode.Sidecar}, 1, specs, costs, loadplan.Concurrency{})
+	if !strings.Contains(b.String(), "that run's -duration-scale (0.05) is not this plan's (1)") {
+		t.Errorf("plan at scale 1 with a record at 0.05 does not say so:\n%s", b.String())
+	}
 }
 
 // Sidecar's T1 baseline run, declared by its four readers (rollout.baseline,

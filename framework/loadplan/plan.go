@@ -77,6 +77,12 @@ func Write(w io.Writer, modes []mode.Mode, scale float64, specs []Spec, costs *C
 	fmt.Fprintf(w, "plan: -mode=%s -duration-scale=%g, %d specs\n", strings.Join(names, ","), scale, len(specs))
 	if costs != nil {
 		fmt.Fprintf(w, "  costs beyond loads from run %s (-duration-scale=%g)\n", costs.Run, costs.Scale)
+		if costs.Scale != scale {
+			// Some work beyond loads scales too (kubeproxy.service-scale's
+			// extra Services, 10,000 at scale 1): a record of another
+			// scale misjudges it.
+			fmt.Fprintf(w, "  note: that run's -duration-scale (%g) is not this plan's (%g); costs that scale with it (e.g. kubeproxy.service-scale's extra Services) will differ\n", costs.Scale, scale)
+		}
 		if costs.SetUp > 0 {
 			fmt.Fprintf(w, "  suite set-up: %s (measured)\n", costs.SetUp.Round(time.Second))
 			e.Known += costs.SetUp
