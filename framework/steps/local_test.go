@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/meshclaims/meshclaims/fixtures"
 	"github.com/meshclaims/meshclaims/framework/kubeletstats"
 	"github.com/meshclaims/meshclaims/framework/mode"
@@ -191,6 +193,41 @@ func TestStepsOnLocalCluster(t *testing.T) {
 		}
 		t.Logf("sent %d, failures %v, cycles %v", *m.Total, m.Extra["client_failures"], m.Extra["cycles"])
 	})
+	// The two scale claims read one fill of extra Services (at scale 1,
+	// 10,000 of them, about 12 minutes each time): the first reader makes
+	// it with both claims' phases, the second reads it, and no extra
+	// Service outlives the fill. new-connection-growth's need (HYBRID's
+	// 10,000) is not checked here: its steps run at any count.
+	t.Run("one fill of extra Services for both scale claims", func(t *testing.T) {
+		first := run(t, steps.NewConnectionClaim)
+		grow, err := steps.NewConnectionGrowth(ctx, first)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(grow.Runs) == 0 || grow.Extra["extra_services"] < 100 {
+			t.Fatalf("new-connection growth %+v", grow)
+		}
+		if left := fillersLeft(t, l); left != 0 {
+			t.Fatalf("%d extra Services outlived the fill", left)
+		}
+		second := run(t, steps.ServiceScaleClaim)
+		ready, err := steps.ServiceReadiness(ctx, second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if *ready.Value <= 0 || ready.At == nil || ready.At.Value <= 0 || ready.Extra["extra_services"] != grow.Extra["extra_services"] {
+			t.Fatalf("service readiness %+v", ready)
+		}
+		// The detector of reuse, and its control: the maker says it made
+		// the fill, the reader that it read the maker's.
+		if !strings.Contains(second.Setup(), "made by "+steps.NewConnectionClaim) {
+			t.Errorf("service-scale made its own fill? setup: %s", second.Setup())
+		}
+		if strings.Contains(first.Setup(), "made by") || !strings.Contains(first.Setup(), "made once per run") {
+			t.Errorf("new-connection-growth's setup: %s", first.Setup())
+		}
+		t.Logf("with 0 and %v Services: %s; service readiness median %.3fs, %.3fs", grow.Extra["extra_services"], grow.Detail, *ready.Value, ready.At.Value)
+	})
 	// The negative control of netpol.enforcement-not-retroactive's
 	// detector: kube-router enforces from the start, on pods old and new,
 	// so the 9999-only policy must close the pod that ran before it as
@@ -210,4 +247,21 @@ func TestStepsOnLocalCluster(t *testing.T) {
 		}
 		t.Log(m.Detail)
 	})
+}
+
+// fillersLeft counts the extra Services (steps.FillerPrefix) in the no-mesh
+// namespace.
+func fillersLeft(t *testing.T, l *setuptest.Local) int {
+	t.Helper()
+	list, err := l.Suite.Env.Cluster.Kube.Client.CoreV1().Services(mode.None.Namespace()).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, s := range list.Items {
+		if strings.HasPrefix(s.Name, steps.FillerPrefix) {
+			n++
+		}
+	}
+	return n
 }

@@ -41,29 +41,22 @@ const readinessAttempt = 20 * time.Millisecond
 // Service for echo until a request to its ClusterIP is answered, first with
 // no extra Services, then with N extra (N = 10,000 x -duration-scale, at
 // least 100). Value is the median with none and At the median with N: the
-// verdict judges the growth between them (at HYBRID's 10,000 only).
+// verdict judges the growth between them (at HYBRID's 10,000 only). The
+// phases are read from the run's one fill of extra Services
+// (serviceFillOf), which new-connection-growth reads too.
 func ServiceReadiness(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
 	if _, err := ClusterOf(r); err != nil {
 		return verdict.Measurement{}, err
 	}
-	t := Target(r)
 	extra := fillerCount(r)
 	r.SetSetup("%d Services timed with 0 and with %d extra Services, each selecting the one echo-v1 pod (documented: 0 and 10,000)", ServiceTrials, extra)
-	quietReadings, err := timeServices(ctx, r, t, "svc-quiet")
+	f, err := serviceFillOf(ctx, r, fillNeedsConn(r))
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
-	quiet := readingSeconds(quietReadings)
-	cleanup, rules, err := createFillers(ctx, r, extra)
-	defer cleanup()
-	if err != nil {
-		return verdict.Measurement{}, err
-	}
-	loadedReadings, err := timeServices(ctx, r, t, "svc-loaded")
-	if err != nil {
-		return verdict.Measurement{}, err
-	}
-	loaded := readingSeconds(loadedReadings)
+	r.SetSetup("%s%s", r.Setup(), fillSetup(r, f))
+	quiet := readingSeconds(f.QuietReadings)
+	loaded := readingSeconds(f.LoadedReadings)
 	q, err := stats.Percentile(quiet, 50)
 	if err != nil {
 		return verdict.Measurement{}, err
@@ -75,8 +68,8 @@ func ServiceReadiness(ctx context.Context, r *spec.Run) (verdict.Measurement, er
 	out := verdict.Measurement{Value: verdict.Float64(q), At: &claims.AtScale{Services: int64(extra), Value: l}, Extra: map[string]float64{
 		"median_s_with_0": q, fmt.Sprintf("median_s_with_%d", extra): l, "extra_services": float64(extra),
 	}}
-	if rules > 0 {
-		out.Extra[fmt.Sprintf("kube_proxy_nat_rules_with_%d", extra)] = float64(rules)
+	if f.NATRules > 0 {
+		out.Extra[fmt.Sprintf("kube_proxy_nat_rules_with_%d", extra)] = float64(f.NATRules)
 	}
 	return out, nil
 }
@@ -351,37 +344,27 @@ const NewConnectionSamples = 6000
 // Services and then with N (fillerCount). Runs are the batches' growths
 // (batch i with N minus batch i with none), so the verdict judges their
 // mean with its interval. It runs only with HYBRID's 10,000 Services
-// (NeedDocumentedServices): the growth is not scaled.
+// (NeedDocumentedServices): the growth is not scaled. The phases are read
+// from the run's one fill of extra Services (serviceFillOf), which
+// service-scale reads too.
 func NewConnectionGrowth(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
-	m, err := ClusterOf(r)
-	if err != nil {
+	if _, err := ClusterOf(r); err != nil {
 		return verdict.Measurement{}, err
 	}
-	t := Target(r)
 	n := fillerCount(r)
 	batches := NewConnectionSamples / wp.MaxProbes
 	r.SetSetup("%d new connections (each: connect, GET /, response) from the client pod to echo's ClusterIP in %d batches, with 0 and with %d extra Services each selecting the one echo-v1 pod (documented: 0 and 10,000); the phases run minutes apart, so drift on the host between them is in the growth", NewConnectionSamples, batches, n)
-	svc, err := m.Kube.Client.CoreV1().Services(t.Namespace).Get(ctx, fixtures.EchoName, metav1.GetOptions{})
+	f, err := serviceFillOf(ctx, r, true)
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
-	url := fmt.Sprintf("http://%s:%d/", svc.Spec.ClusterIP, fixtures.EchoHTTPPort)
-	quiet, err := newConnectionBatches(ctx, r, url, batches)
-	if err != nil {
-		return verdict.Measurement{}, err
+	r.SetSetup("%s%s", r.Setup(), fillSetup(r, f))
+	if f.ConnErr != nil {
+		return verdict.Measurement{}, f.ConnErr
 	}
-	cleanup, rules, err := createFillers(ctx, r, n)
-	defer cleanup()
-	if err != nil {
-		return verdict.Measurement{}, err
-	}
-	loaded, err := newConnectionBatches(ctx, r, url, batches)
-	if err != nil {
-		return verdict.Measurement{}, err
-	}
-	out, err := JudgeNewConnectionGrowth(quiet, loaded, n)
-	if err == nil && rules > 0 {
-		out.Extra[fmt.Sprintf("kube_proxy_nat_rules_with_%d", n)] = float64(rules)
+	out, err := JudgeNewConnectionGrowth(f.QuietConnMs, f.LoadedConnMs, n)
+	if err == nil && f.NATRules > 0 {
+		out.Extra[fmt.Sprintf("kube_proxy_nat_rules_with_%d", n)] = float64(f.NATRules)
 	}
 	return out, err
 }
