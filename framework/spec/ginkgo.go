@@ -96,7 +96,7 @@ func execute(ctx SpecContext, p Planned, env *Env) {
 		// Recorded at the very end of the spec (after the failure-evidence
 		// hook), so the record lists the evidence too.
 		DeferCleanup(func() error {
-			return env.Results.Record(report.Record{Claim: p.Claim.ID, Mode: p.Mode, Measurement: got, Setup: r.Setup(), Raw: r.Raw(), Evidence: r.Evidence(), Waits: r.Waits(), Declared: p.Def.Declared, Where: r.Where(), Loads: r.Loads(), Took: time.Since(r.start).Round(time.Millisecond)})
+			return env.Results.Record(report.Record{Claim: p.Claim.ID, Mode: p.Mode, Measurement: got, Setup: r.Setup(), Raw: r.Raw(), Evidence: r.Evidence(), Waits: r.Waits(), Declared: p.Def.Declared, Where: r.Where(), Loads: r.Loads(), Took: tookOf(r)})
 		})
 	}
 	b, _ := json.Marshal(v)
@@ -161,4 +161,12 @@ func RefuseParallel(parallelTotal int) error {
 			"(shared measurements, the NetworkPolicy preflight, the current spec); run without -p", parallelTotal)
 	}
 	return nil
+}
+
+// tookOf is the spec's wall time for its record, in microseconds and never
+// 0: a spec that only reads a shared measurement takes under a millisecond,
+// and a record without a wall time gives a later plan no cost for it
+// (report.Dir.Costs), so rounding such a spec to 0 ms made it "unknown".
+func tookOf(r *Run) time.Duration {
+	return max(time.Since(r.start).Round(time.Microsecond), time.Microsecond)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/meshclaims/meshclaims/framework/claims"
 	"github.com/meshclaims/meshclaims/framework/claims/claimstest"
@@ -184,5 +185,15 @@ func TestSetWhereReplacesTheCluster(t *testing.T) {
 	r.SetWhere("a disposable VM: %s", "User-Mode Linux 6.1.176")
 	if got := r.Where(); got != "a disposable VM: User-Mode Linux 6.1.176" {
 		t.Fatalf("after SetWhere: %q", got)
+	}
+}
+
+// A spec that only reads a shared measurement takes well under a
+// millisecond; its record still gets a wall time, so a later plan knows its
+// cost is about nothing rather than unknown.
+func TestTookOfIsNeverZero(t *testing.T) {
+	r := &Run{start: time.Now()}
+	if d := tookOf(r); d <= 0 || d > time.Second {
+		t.Errorf("tookOf a spec started just now: %s", d)
 	}
 }
