@@ -127,6 +127,9 @@ func makeServiceFill(ctx context.Context, r *spec.Run, n int, withConn bool) (*S
 // fillSetup is what a reader's setup adds about the fill it read.
 func fillSetup(r *spec.Run, f *ServiceFill) string {
 	if f.By == r.Claim.ID {
+		if f.QuietConnMs == nil && f.ConnErr == nil {
+			return fmt.Sprintf("; the fill of %d extra Services is made once per run and mode, without %s's phases (it does not run here)", f.N, NewConnectionClaim)
+		}
 		return fmt.Sprintf("; the fill of %d extra Services is made once per run and mode and read by both scale claims (%s, %s)", f.N, ServiceScaleClaim, NewConnectionClaim)
 	}
 	return fmt.Sprintf("; read from the fill of %d extra Services made by %s in this run and mode (made once, read by both scale claims)", f.N, f.By)
