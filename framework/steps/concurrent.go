@@ -101,18 +101,24 @@ func groupOf(key string) *rolloutGroup {
 // alongside (loadplan.Groups over the selection's declared loads, as the
 // plan places them); fewer than two: the load runs alone.
 func groupModes(ctx context.Context, r *spec.Run, alongside string) ([]mode.Mode, error) {
-	selected := r.Env.Selected
-	if selected == nil {
-		var err error
-		if selected, err = spec.Plan(r.Env.Registry, spec.Defs(), r.Env.Config.Modes); err != nil {
-			return nil, err
-		}
+	selected, err := selectedSpecs(r)
+	if err != nil {
+		return nil, err
 	}
 	specs, err := spec.PlanLoads(ctx, selected, r.Env)
 	if err != nil {
 		return nil, err
 	}
 	return loadplan.GroupModes(loadplan.Groups(specs)[alongside]), nil
+}
+
+// selectedSpecs are the specs the run's selection runs (Env.Selected) or,
+// where it is nil, every planned spec of the configured modes.
+func selectedSpecs(r *spec.Run) ([]spec.Planned, error) {
+	if r.Env.Selected != nil {
+		return r.Env.Selected, nil
+	}
+	return spec.Plan(r.Env.Registry, spec.Defs(), r.Env.Config.Modes)
 }
 
 // concurrentRollout is RolloutLoad's hook for -concurrent-modes. The first

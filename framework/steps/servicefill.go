@@ -61,18 +61,16 @@ func fillNeedsConn(r *spec.Run) bool {
 	return fillerCount(r) >= DocumentedServices && selects(r, NewConnectionClaim, r.Mode)
 }
 
-// selects says whether the run's selection (Env.Selected; nil: every
-// planned spec) runs claim in mode m.
+// selects says whether the run's selection (selectedSpecs) runs claim in
+// mode m; when that cannot be known, it says yes: measure the phases
+// rather than lose them.
 func selects(r *spec.Run, claim string, m mode.Mode) bool {
-	sel := r.Env.Selected
-	if sel == nil {
-		var err error
-		if r.Env.Registry == nil {
-			return true
-		}
-		if sel, err = spec.Plan(r.Env.Registry, spec.Defs(), r.Env.Config.Modes); err != nil {
-			return true // unknown: measure the phases rather than lose them
-		}
+	if r.Env.Selected == nil && r.Env.Registry == nil {
+		return true
+	}
+	sel, err := selectedSpecs(r)
+	if err != nil {
+		return true
 	}
 	for _, p := range sel {
 		if p.Claim.ID == claim && p.Mode == m {
