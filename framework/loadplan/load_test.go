@@ -174,3 +174,37 @@ func TestMergeCostsJoinsRunsOfSeparateModes(t *testing.T) {
 		t.Errorf("runs of two scales: %v", err)
 	}
 }
+
+// A spec that does not declare its loads costs the plan its whole wall
+// time, since the plan counts none of its loads; a declared one costs its
+// time beyond them. Records kept before Whole fall back to Beyond.
+func TestWriteCountsUndeclaredSpecsWhole(t *testing.T) {
+	c := &loadplan.Costs{Run: "r", Scale: 1, SetUp: time.Second, Beyond: map[string]time.Duration{
+		loadplan.Key("sidecar.l4-vs-l7-cost", mode.Sidecar): 6 * time.Second,
+		loadplan.Key("retry.fired", mode.Sidecar):           15 * time.Second,
+	}, Whole: map[string]time.Duration{
+		loadplan.Key("sidecar.l4-vs-l7-cost", mode.Sidecar): 66 * time.Second,
+		loadplan.Key("retry.fired", mode.Sidecar):           318 * time.Second,
+	}}
+	specs := []loadplan.Spec{
+		{Claim: "sidecar.l4-vs-l7-cost", Mode: mode.Sidecar, Undeclared: true},
+		{Claim: "retry.fired", Mode: mode.Sidecar, Loads: []loadplan.Load{{Name: "orders-sidecar", Mode: mode.Sidecar, Duration: 5 * time.Minute, Restarts: true}}},
+	}
+	var b bytes.Buffer
+	e := loadplan.Write(&b, []mode.Mode{mode.Sidecar}, 1, specs, c, loadplan.Concurrency{})
+	if e.Known != time.Second+66*time.Second+15*time.Second || e.Loads != 5*time.Minute || !strings.Contains(b.String(), "wall time with its loads 1m6s (measured)") {
+		t.Errorf("known %s, loads %s, want 1m22s and 5m\n%s", e.Known, e.Loads, b.String())
+	}
+	// The negative control: without Whole (an older record), Beyond.
+	c.Whole = nil
+	b.Reset()
+	if e := loadplan.Write(&b, []mode.Mode{mode.Sidecar}, 1, specs, c, loadplan.Concurrency{}); e.Known != 22*time.Second {
+		t.Errorf("without Whole: known %s, want 22s\n%s", e.Known, b.String())
+	}
+	// Merged, Whole comes with its run's Beyond.
+	c.Whole = map[string]time.Duration{loadplan.Key("sidecar.l4-vs-l7-cost", mode.Sidecar): 66 * time.Second}
+	m, err := loadplan.MergeCosts([]*loadplan.Costs{c})
+	if err != nil || m.Whole[loadplan.Key("sidecar.l4-vs-l7-cost", mode.Sidecar)] != 66*time.Second {
+		t.Errorf("merged %+v, %v", m, err)
+	}
+}

@@ -9,14 +9,15 @@ import (
 
 // Costs reads what the run in d measured besides its loads, for a later
 // run's plan: the suite's set-up and each spec's wall time beyond the loads
-// it ran itself (shared loads cost it nothing). Records from before the
-// report kept wall times give no cost.
+// it ran itself (shared loads cost it nothing), and its whole wall time for
+// a plan that does not count its loads (undeclared). Records from before
+// the report kept wall times give no cost.
 func (d *Dir) Costs() (*loadplan.Costs, error) {
 	env, recs, err := d.load()
 	if err != nil {
 		return nil, err
 	}
-	c := &loadplan.Costs{Run: env.RunID + " (" + d.Path + ")", Scale: env.DurationScale, SetUp: env.SetUp, Beyond: map[string]time.Duration{}}
+	c := &loadplan.Costs{Run: env.RunID + " (" + d.Path + ")", Scale: env.DurationScale, SetUp: env.SetUp, Beyond: map[string]time.Duration{}, Whole: map[string]time.Duration{}}
 	for _, r := range recs {
 		if r.Took <= 0 {
 			continue
@@ -27,7 +28,9 @@ func (d *Dir) Costs() (*loadplan.Costs, error) {
 				beyond -= l.Took
 			}
 		}
-		c.Beyond[loadplan.Key(r.Claim, r.Mode)] = max(beyond, 0)
+		k := loadplan.Key(r.Claim, r.Mode)
+		c.Beyond[k] = max(beyond, 0)
+		c.Whole[k] = r.Took
 	}
 	return c, nil
 }

@@ -39,6 +39,10 @@ func TestCostsAreWallTimeBeyondOwnLoads(t *testing.T) {
 	if c.SetUp != 4*time.Minute || len(c.Beyond) != 2 || c.Beyond["rollout.baseline [sidecar]"] != want["rollout.baseline [sidecar]"] || c.Beyond["rollout.no-response-cause [sidecar]"] != want["rollout.no-response-cause [sidecar]"] {
 		t.Fatalf("costs %+v, want set-up 4m and %v", c, want)
 	}
+	// The whole wall time too, for a plan that does not count the spec's loads.
+	if c.Whole["rollout.baseline [sidecar]"] != 50*time.Second || c.Whole["rollout.no-response-cause [sidecar]"] != 2*time.Second {
+		t.Fatalf("whole wall times %v, want 50s and 2s", c.Whole)
+	}
 	if report.LatestCosts(root, "kind", "") != nil || report.LatestCosts(root, "local", root+"/r1") != nil {
 		t.Fatal("costs of another provider's run, or of the run being planned, were used")
 	}
