@@ -35,13 +35,18 @@ func (d *Dir) Costs() (*loadplan.Costs, error) {
 	return c, nil
 }
 
-// LatestCosts is Costs of the newest run under root (by its start) made
-// with provider that recorded any cost, skipping the directory skip (the
-// run about to start); nil when there is none.
-func LatestCosts(root, provider, skip string) *loadplan.Costs {
+// LatestCosts is Costs of the earlier run under root made with provider
+// that suits a plan of scale and of the specs keys ("claim [mode]",
+// loadplan.Key) best, skipping the directory skip (the run about to
+// start): a run of the same -duration-scale first (costs beyond loads
+// scale too: kubeproxy's extra Services), then the one that measured
+// most of keys, then the newest by its start. Before, the newest run
+// alone was taken, so a sidecar plan at scale 1 read a none run at 0.05
+// that knew none of its costs. nil when no run recorded any cost.
+func LatestCosts(root, provider, skip string, scale float64, keys []string) *loadplan.Costs {
 	dirs, _ := filepath.Glob(filepath.Join(root, "*", "environment.json"))
 	var best *loadplan.Costs
-	var bestStart time.Time
+	var bestRank costsRank
 	for _, f := range dirs {
 		dir := filepath.Dir(f)
 		if skip != "" && filepath.Clean(dir) == filepath.Clean(skip) {
@@ -49,16 +54,42 @@ func LatestCosts(root, provider, skip string) *loadplan.Costs {
 		}
 		d := &Dir{Path: dir}
 		env, err := d.LoadEnvironment()
-		if err != nil || env.Provider != provider || !env.Started.After(bestStart) {
+		if err != nil || env.Provider != provider {
 			continue
 		}
 		c, err := d.Costs()
 		if err != nil || (c.SetUp == 0 && len(c.Beyond) == 0) {
 			continue
 		}
-		best, bestStart = c, env.Started
+		r := costsRank{sameScale: c.Scale == scale, started: env.Started}
+		for _, k := range keys {
+			if _, ok := c.Beyond[k]; ok {
+				r.covered++
+			}
+		}
+		if best == nil || r.better(bestRank) {
+			best, bestRank = c, r
+		}
 	}
 	return best
+}
+
+// costsRank orders the candidates of LatestCosts.
+type costsRank struct {
+	sameScale bool
+	covered   int
+	started   time.Time
+}
+
+func (r costsRank) better(o costsRank) bool {
+	switch {
+	case r.sameScale != o.sameScale:
+		return r.sameScale
+	case r.covered != o.covered:
+		return r.covered > o.covered
+	default:
+		return r.started.After(o.started)
+	}
 }
 
 // load reads environment.json and every measured record.

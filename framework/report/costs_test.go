@@ -1,6 +1,7 @@
 package report_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -31,7 +32,7 @@ func TestCostsAreWallTimeBeyondOwnLoads(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	c := report.LatestCosts(root, "local", "")
+	c := report.LatestCosts(root, "local", "", 0.05, nil)
 	if c == nil {
 		t.Fatal("no costs found")
 	}
@@ -43,7 +44,51 @@ func TestCostsAreWallTimeBeyondOwnLoads(t *testing.T) {
 	if c.Whole["rollout.baseline [sidecar]"] != 50*time.Second || c.Whole["rollout.no-response-cause [sidecar]"] != 2*time.Second {
 		t.Fatalf("whole wall times %v, want 50s and 2s", c.Whole)
 	}
-	if report.LatestCosts(root, "kind", "") != nil || report.LatestCosts(root, "local", root+"/r1") != nil {
+	if report.LatestCosts(root, "kind", "", 0.05, nil) != nil || report.LatestCosts(root, "local", root+"/r1", 0.05, nil) != nil {
 		t.Fatal("costs of another provider's run, or of the run being planned, were used")
+	}
+}
+
+// The plan reads the earlier run that suits it: the same scale first, then
+// the run that measured most of its specs, then the newest. Each rule is
+// shown against a newer run that the rule ranks below (the negative
+// control: newest alone would take that run).
+func TestLatestCostsPrefersSameScaleThenCoverage(t *testing.T) {
+	root := t.TempDir()
+	t0 := time.Now()
+	mk := func(id string, scale float64, age time.Duration, claims ...string) {
+		t.Helper()
+		d, err := report.Create(root + "/" + id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := d.SaveEnvironment(report.Environment{RunID: id, Provider: "local", Started: t0.Add(-age), DurationScale: scale, SetUp: time.Minute}); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range claims {
+			if err := d.Record(report.Record{Claim: c, Mode: mode.Sidecar, Took: time.Second}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	mk("sidecar-scale1", 1, 3*time.Hour, "rollout.baseline", "retry.fired")
+	mk("sidecar-scale1-partial", 1, 2*time.Hour, "rollout.baseline")
+	mk("none-scale0.05", 0.05, time.Hour, "rollout.baseline", "latency.all-ok")
+	keys := []string{"rollout.baseline [sidecar]", "retry.fired [sidecar]"}
+	for _, tc := range []struct {
+		scale float64
+		keys  []string
+		want  string
+	}{
+		{1, keys, "sidecar-scale1"},        // same scale, most covered, though older
+		{1, nil, "sidecar-scale1-partial"}, // same scale, nothing to cover: the newest of that scale
+		{0.05, keys, "none-scale0.05"},     // the only run of that scale
+		{0.5, keys, "sidecar-scale1"},      // no run of that scale: the one covering most, though older
+		{0.5, keys[:1], "none-scale0.05"},  // a tie in coverage: the newest
+	} {
+		c := report.LatestCosts(root, "local", "", tc.scale, tc.keys)
+		if c == nil || !strings.HasPrefix(c.Run, tc.want+" ") {
+			t.Errorf("scale %g, keys %v: costs of %v, want %s", tc.scale, tc.keys, c, tc.want)
+		}
 	}
 }

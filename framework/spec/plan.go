@@ -57,8 +57,8 @@ func PlanLoads(ctx context.Context, planned []Planned, env *Env) ([]loadplan.Spe
 
 // WritePlan prints the plan of a run with env's configuration
 // (loadplan.Write): the planned specs' declared loads, the costs measured
-// by the runs in Config.PlanCosts (comma-separated, loadplan.MergeCosts) or else the newest earlier run of the same
-// provider, and the estimated total.
+// by the runs in Config.PlanCosts (comma-separated, loadplan.MergeCosts) or else the earlier run of the same
+// provider that suits the plan best (report.LatestCosts: same scale, most of its specs, newest), and the estimated total.
 func WritePlan(ctx context.Context, w io.Writer, planned []Planned, env *Env) (loadplan.Estimate, error) {
 	specs, err := PlanLoads(ctx, planned, env)
 	if err != nil {
@@ -83,7 +83,11 @@ func WritePlan(ctx context.Context, w io.Writer, planned []Planned, env *Env) (l
 			return loadplan.Estimate{}, fmt.Errorf("-plan-costs=%s: %w", cfg.PlanCosts, err)
 		}
 	} else {
-		costs = report.LatestCosts(cfg.ResultsRoot, cfg.Provider, cfg.ResultsDir)
+		keys := make([]string, len(specs))
+		for i, s := range specs {
+			keys[i] = loadplan.Key(s.Claim, s.Mode)
+		}
+		costs = report.LatestCosts(cfg.ResultsRoot, cfg.Provider, cfg.ResultsDir, cfg.DurationScale, keys)
 	}
 	at := loadplan.Concurrency{On: cfg.ConcurrentModes, Reference: interference.ReferenceDuration}
 	return loadplan.Write(w, cfg.Modes, cfg.DurationScale, specs, costs, at), nil
