@@ -12,7 +12,7 @@ import (
 )
 
 func TestParseBenchArms(t *testing.T) {
-	for in, want := range map[string]string{"": "fixed,sequential", "sequential": "sequential", " fixed ": "fixed", "fixed,fixed": "fixed", "sequential,fixed": "sequential,fixed"} {
+	for in, want := range map[string]string{"": "fixed,sequential", "sequential": "sequential", " fixed ": "fixed", "fixed,fixed": "fixed", "sequential,fixed": "sequential,fixed", "concurrent": "concurrent"} {
 		arms, err := parseBenchArms(in)
 		if err != nil {
 			t.Fatalf("%q: %v", in, err)

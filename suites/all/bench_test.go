@@ -14,13 +14,18 @@ import (
 )
 
 // benchArm is one arm of BenchmarkLocalRunWallTime: the run with or
-// without sequential stopping.
+// without sequential stopping, or with it and the modes' rollout loads at
+// once.
 type benchArm struct {
-	Name       string // "fixed" or "sequential", as MESHCLAIMS_BENCH_ARMS names it
-	Sequential string // the -sequential flag's value
+	Name       string   // "fixed", "sequential" or "concurrent", as MESHCLAIMS_BENCH_ARMS names it
+	Sequential string   // the -sequential flag's value
+	Flags      []string // further e2e flags of the arm
 }
 
-var benchArms = []benchArm{{"fixed", "false"}, {"sequential", "true"}}
+// benchArms: fixed and sequential are the default pair; concurrent (all
+// three levers of time to verdict at once) is run only when named, since
+// it needs two or more modes.
+var benchArms = []benchArm{{"fixed", "false", nil}, {"sequential", "true", nil}, {"concurrent", "true", []string{"-concurrent-modes"}}}
 
 // parseBenchArms reads MESHCLAIMS_BENCH_ARMS: a comma list of arm names,
 // empty for both. One arm at scale 1 is 1.5-2 h of cluster time here, so a
@@ -28,7 +33,7 @@ var benchArms = []benchArm{{"fixed", "false"}, {"sequential", "true"}}
 // MESHCLAIMS_BENCH_RESULTS keeping both runs' results for the comparison.
 func parseBenchArms(s string) ([]benchArm, error) {
 	if strings.TrimSpace(s) == "" {
-		return benchArms, nil
+		return benchArms[:2], nil
 	}
 	var out []benchArm
 	seen := map[string]bool{}
@@ -41,7 +46,7 @@ func parseBenchArms(s string) ([]benchArm, error) {
 			}
 		}
 		if found == nil {
-			return nil, fmt.Errorf("MESHCLAIMS_BENCH_ARMS: unknown arm %q in %q; accepted: fixed (-sequential=false), sequential (-sequential=true), comma-separated", name, s)
+			return nil, fmt.Errorf("MESHCLAIMS_BENCH_ARMS: unknown arm %q in %q; accepted: fixed (-sequential=false), sequential (-sequential=true), concurrent (-sequential=true -concurrent-modes), comma-separated", name, s)
 		}
 		if !seen[name] {
 			seen[name] = true
@@ -96,7 +101,8 @@ func BenchmarkLocalRunWallTime(b *testing.B) {
 		for _, a := range arms {
 			id := benchRunID(i, a, modes)
 			args := append([]string{"-mode=" + modes, "-provider=local", "-duration-scale=" + scale, "-fail-on=error",
-				"-sequential=" + a.Sequential, "-results=" + root, "-run-id=" + id, "-test.timeout=6h"}, extra...)
+				"-sequential=" + a.Sequential, "-results=" + root, "-run-id=" + id, "-test.timeout=6h"}, a.Flags...)
+			args = append(args, extra...)
 			// The run's output goes to <results>/<id>.log as it comes, so
 			// a run of hours can be followed (tail -f) and read afterwards.
 			logPath := filepath.Join(root, id+".log")
