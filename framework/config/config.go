@@ -190,6 +190,10 @@ func Register(fs *flag.FlagSet) *Config {
 
 // Validate checks every value and fills derived fields. Its errors name the
 // flag, the bad value and what is accepted; it touches no cluster.
+// RunIDChars is what -run-id accepts: the run's results directory is named
+// after it, so it holds no path separator and nothing a shell would expand.
+var RunIDChars = regexp.MustCompile(`^[0-9A-Za-z._-]+$`)
+
 func (c *Config) Validate(repoRoot string, now time.Time) error {
 	if c.sharedKubeconfig != nil && c.Kubeconfig == "" {
 		c.Kubeconfig = c.sharedKubeconfig.Value.String()
@@ -275,7 +279,7 @@ func (c *Config) Validate(repoRoot string, now time.Time) error {
 	if c.RunID == "" {
 		c.RunID = now.UTC().Format("20060102-150405")
 	}
-	if !dnsLabel.MatchString(c.RunID) && !regexp.MustCompile(`^[0-9A-Za-z._-]+$`).MatchString(c.RunID) {
+	if !dnsLabel.MatchString(c.RunID) && !RunIDChars.MatchString(c.RunID) {
 		bad("-run-id=%q may hold only letters, digits, dot, dash and underscore", c.RunID)
 	}
 	c.ResultsDir = filepath.Join(c.ResultsRoot, c.RunID)

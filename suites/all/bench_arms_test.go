@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/meshclaims/meshclaims/framework/claims"
+	"github.com/meshclaims/meshclaims/framework/config"
 	"github.com/meshclaims/meshclaims/framework/report/reporttest"
 )
 
@@ -78,12 +79,16 @@ func TestBenchRunIDNamesArmAndModes(t *testing.T) {
 		modes string
 		want  string
 	}{
-		{benchArms[0], "none,sidecar", "bench-0-fixed-none+sidecar"},
+		{benchArms[0], "none,sidecar", "bench-0-fixed-none_sidecar"},
 		{benchArms[1], "sidecar", "bench-0-sequential-sidecar"},
-		{benchArms[1], "none, sidecar", "bench-0-sequential-none+sidecar"},
+		{benchArms[1], "none, sidecar", "bench-0-sequential-none_sidecar"},
 	} {
 		if got := benchRunID(0, c.arm, c.modes); got != c.want {
 			t.Errorf("benchRunID(0, %s, %q) = %q, want %q", c.arm.Name, c.modes, got, c.want)
+		}
+		// The e2e binary must take it as its -run-id; "+" it refused.
+		if got := benchRunID(0, c.arm, c.modes); !config.RunIDChars.MatchString(got) {
+			t.Errorf("benchRunID(0, %s, %q) = %q, which -run-id refuses", c.arm.Name, c.modes, got)
 		}
 	}
 	// A run of one mode is never taken for a run of another.

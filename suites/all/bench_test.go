@@ -58,12 +58,13 @@ func parseBenchArms(s string) ([]benchArm, error) {
 
 // benchRunID names an arm's run of the given modes so a later session
 // finds it in the same results directory: "bench-0-sequential-sidecar",
-// "bench-0-fixed-none+sidecar". The modes are in it because one arm of
+// "bench-0-fixed-none_sidecar" ("_" joins the modes: -run-id refuses
+// "+", see config.RunIDChars). The modes are in it because one arm of
 // none,sidecar at scale 1 outlasts a session here, so each mode's run is
 // measured on its own (MESHCLAIMS_BENCH_MODES=none, then sidecar) and kept
 // beside the others.
 func benchRunID(i int, a benchArm, modes string) string {
-	return fmt.Sprintf("bench-%d-%s-%s", i, a.Name, strings.ReplaceAll(strings.ReplaceAll(modes, " ", ""), ",", "+"))
+	return fmt.Sprintf("bench-%d-%s-%s", i, a.Name, strings.ReplaceAll(strings.ReplaceAll(modes, " ", ""), ",", "_"))
 }
 
 // BenchmarkLocalRunWallTime measures a whole qualification run's wall time
