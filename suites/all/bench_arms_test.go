@@ -9,6 +9,7 @@ import (
 
 	"github.com/meshclaims/meshclaims/framework/claims"
 	"github.com/meshclaims/meshclaims/framework/config"
+	"github.com/meshclaims/meshclaims/framework/report"
 	"github.com/meshclaims/meshclaims/framework/report/reporttest"
 )
 
@@ -70,6 +71,31 @@ func TestCompareBenchArms(t *testing.T) {
 	run(clean, benchRunID(0, benchArms[1], "none"), reporttest.Run{})
 	if flips, err := compareBenchArms(clean, 0, "none"); err != nil || flips == nil || len(flips) != 0 {
 		t.Errorf("two clean runs: differing verdicts %q, %v", flips, err)
+	}
+
+	// A run of several modes in one process (the concurrent arm) is
+	// compared with each mode's own fixed run, their entries together,
+	// and only once every one of them is there. The second mode's run is
+	// the same real none run linked under sidecar's id: the join does not
+	// read modes, so what is checked is that both runs' entries are in it.
+	one, err := report.LoadResults(filepath.Join(root, benchRunID(0, benchArms[0], "none"), "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ref, err := fixedReference(clean, 0, "none,sidecar"); err != nil || ref != nil {
+		t.Errorf("sidecar's fixed run missing: reference %v, %v; want none yet", ref, err)
+	}
+	if err := os.Symlink(filepath.Join(root, benchRunID(0, benchArms[0], "none")), filepath.Join(clean, benchRunID(0, benchArms[0], "sidecar"))); err != nil {
+		t.Fatal(err)
+	}
+	ref, err := fixedReference(clean, 0, "none,sidecar")
+	if err != nil || ref == nil || len(ref.Entries) != 2*len(one.Entries) || !strings.Contains(ref.Environment.RunID, "+") {
+		t.Fatalf("both modes' fixed runs: reference %+v, %v; want the entries of both", ref, err)
+	}
+	run(clean, benchRunID(0, benchArms[2], "none,sidecar"), reporttest.Run{EchoStatus: "503:10"})
+	flips, err = compareBenchArms(clean, 0, "none,sidecar")
+	if err != nil || !strings.Contains(strings.Join(flips, "\n"), "concurrent not reproduced") || !strings.Contains(strings.Join(flips, "\n"), "latency.all-ok none: fixed ") {
+		t.Errorf("503s injected into the concurrent arm: differing verdicts %q, %v", flips, err)
 	}
 }
 

@@ -15,7 +15,8 @@ import (
 // sessions and kept here, each a run's results directory without its raw
 // evidence and JUnit (environment.json, plan.txt, measured/,
 // results.json, report.md, glossary.md). The plan reads them with -plan-costs, and
-// compareBenchArms compares an arm with its modes' other arm.
+// compareBenchArms compares the other arms with its modes' fixed arm (for a
+// run of several modes, each mode's fixed run together).
 const benchRecordsDir = "testdata/bench/scale1"
 
 // The kept records are what they say they are: each names its arm and

@@ -143,37 +143,80 @@ func BenchmarkLocalRunWallTime(b *testing.B) {
 	}
 }
 
-// compareBenchArms compares the fixed and the sequential run of iteration
-// i of modes in root, wherever either came from. nil, nil when one is missing (the
-// other arm has not run yet); otherwise one line per claim and mode whose
-// verdict differs, empty when none does.
+// compareBenchArms compares each other arm's run of iteration i of modes
+// in root (sequential, concurrent) with the fixed arm's, wherever either
+// came from. nil, nil when no pair is there yet; otherwise one line per
+// arm, claim and mode whose verdict differs, empty when none does.
 func compareBenchArms(root string, i int, modes string) ([]string, error) {
-	fixed := filepath.Join(root, benchRunID(i, benchArms[0], modes), "results.json")
-	seq := filepath.Join(root, benchRunID(i, benchArms[1], modes), "results.json")
-	for _, p := range []string{fixed, seq} {
+	ref, err := fixedReference(root, i, modes)
+	if ref == nil || err != nil {
+		return nil, err
+	}
+	var flips []string
+	for _, a := range benchArms[1:] {
+		p := filepath.Join(root, benchRunID(i, a, modes), "results.json")
 		if _, err := os.Stat(p); os.IsNotExist(err) {
-			return nil, nil
+			continue
 		}
-	}
-	old, err := report.LoadResults(fixed)
-	if err != nil {
-		return nil, err
-	}
-	cur, err := report.LoadResults(seq)
-	if err != nil {
-		return nil, err
-	}
-	d, err := report.Compare(old, cur)
-	if err != nil {
-		return nil, fmt.Errorf("comparing the bench arms: %w", err)
-	}
-	flips := []string{}
-	for _, c := range d.Comparisons {
-		if c.Flipped || c.Direction == report.Added || c.Direction == report.Removed {
-			flips = append(flips, fmt.Sprintf("%s %s: fixed %s, sequential %s (%s)", c.Claim, c.Mode, dashIfBlank(string(c.Old)), dashIfBlank(string(c.New)), c.Direction))
+		cur, err := report.LoadResults(p)
+		if err != nil {
+			return nil, err
+		}
+		d, err := report.Compare(ref, cur)
+		if err != nil {
+			return nil, fmt.Errorf("comparing the bench arms fixed and %s: %w", a.Name, err)
+		}
+		if flips == nil {
+			flips = []string{}
+		}
+		for _, c := range d.Comparisons {
+			if c.Flipped || c.Direction == report.Added || c.Direction == report.Removed {
+				flips = append(flips, fmt.Sprintf("%s %s: fixed %s, %s %s (%s)", c.Claim, c.Mode, dashIfBlank(string(c.Old)), a.Name, dashIfBlank(string(c.New)), c.Direction))
+			}
 		}
 	}
 	return flips, nil
+}
+
+// fixedReference is the fixed arm's results for modes: its run of modes
+// or, when that is missing and modes are several, every mode's own fixed
+// run with their entries together (one mode's fixed arm at scale 1 fills
+// a session here, so the records keep one run per mode, while the
+// concurrent arm runs them in one process). nil, nil when either is
+// incomplete.
+func fixedReference(root string, i int, modes string) (*report.Results, error) {
+	load := func(ms string) (*report.Results, error) {
+		p := filepath.Join(root, benchRunID(i, benchArms[0], ms), "results.json")
+		if _, err := os.Stat(p); os.IsNotExist(err) {
+			return nil, nil
+		}
+		return report.LoadResults(p)
+	}
+	if r, err := load(modes); r != nil || err != nil {
+		return r, err
+	}
+	each := strings.Split(strings.ReplaceAll(modes, " ", ""), ",")
+	if len(each) < 2 {
+		return nil, nil
+	}
+	var merged *report.Results
+	for _, m := range each {
+		r, err := load(m)
+		if r == nil || err != nil {
+			return nil, err
+		}
+		if merged == nil {
+			merged = r
+			continue
+		}
+		if r.SchemaVersion != merged.SchemaVersion || r.Environment.Registry != merged.Environment.Registry {
+			return nil, fmt.Errorf("the fixed runs %s and %s cannot stand together as one reference: schema %d and %d, registry %q and %q",
+				merged.Environment.RunID, r.Environment.RunID, merged.SchemaVersion, r.SchemaVersion, merged.Environment.Registry, r.Environment.Registry)
+		}
+		merged.Environment.RunID += "+" + r.Environment.RunID
+		merged.Entries = append(merged.Entries, r.Entries...)
+	}
+	return merged, nil
 }
 
 func dashIfBlank(s string) string {
