@@ -188,12 +188,12 @@ func Register(fs *flag.FlagSet) *Config {
 	return c
 }
 
-// Validate checks every value and fills derived fields. Its errors name the
-// flag, the bad value and what is accepted; it touches no cluster.
 // RunIDChars is what -run-id accepts: the run's results directory is named
 // after it, so it holds no path separator and nothing a shell would expand.
 var RunIDChars = regexp.MustCompile(`^[0-9A-Za-z._-]+$`)
 
+// Validate checks every value and fills derived fields. Its errors name the
+// flag, the bad value and what is accepted; it touches no cluster.
 func (c *Config) Validate(repoRoot string, now time.Time) error {
 	if c.sharedKubeconfig != nil && c.Kubeconfig == "" {
 		c.Kubeconfig = c.sharedKubeconfig.Value.String()
