@@ -154,13 +154,12 @@ func compareBenchArms(root string, i int, modes string) ([]string, error) {
 	}
 	var flips []string
 	for _, a := range benchArms[1:] {
-		p := filepath.Join(root, benchRunID(i, a, modes), "results.json")
-		if _, err := os.Stat(p); os.IsNotExist(err) {
-			continue
-		}
-		cur, err := report.LoadResults(p)
+		cur, err := loadBenchRun(root, i, a, modes)
 		if err != nil {
 			return nil, err
+		}
+		if cur == nil {
+			continue
 		}
 		d, err := report.Compare(ref, cur)
 		if err != nil {
@@ -185,14 +184,7 @@ func compareBenchArms(root string, i int, modes string) ([]string, error) {
 // concurrent arm runs them in one process). nil, nil when either is
 // incomplete.
 func fixedReference(root string, i int, modes string) (*report.Results, error) {
-	load := func(ms string) (*report.Results, error) {
-		p := filepath.Join(root, benchRunID(i, benchArms[0], ms), "results.json")
-		if _, err := os.Stat(p); os.IsNotExist(err) {
-			return nil, nil
-		}
-		return report.LoadResults(p)
-	}
-	if r, err := load(modes); r != nil || err != nil {
+	if r, err := loadBenchRun(root, i, benchArms[0], modes); r != nil || err != nil {
 		return r, err
 	}
 	each := strings.Split(strings.ReplaceAll(modes, " ", ""), ",")
@@ -201,7 +193,7 @@ func fixedReference(root string, i int, modes string) (*report.Results, error) {
 	}
 	var merged *report.Results
 	for _, m := range each {
-		r, err := load(m)
+		r, err := loadBenchRun(root, i, benchArms[0], m)
 		if r == nil || err != nil {
 			return nil, err
 		}
@@ -217,6 +209,16 @@ func fixedReference(root string, i int, modes string) (*report.Results, error) {
 		merged.Entries = append(merged.Entries, r.Entries...)
 	}
 	return merged, nil
+}
+
+// loadBenchRun reads arm a's run of iteration i of modes in root; nil,
+// nil when that run is not there (its arm has not run yet).
+func loadBenchRun(root string, i int, a benchArm, modes string) (*report.Results, error) {
+	p := filepath.Join(root, benchRunID(i, a, modes), "results.json")
+	if _, err := os.Stat(p); os.IsNotExist(err) {
+		return nil, nil
+	}
+	return report.LoadResults(p)
 }
 
 func dashIfBlank(s string) string {
