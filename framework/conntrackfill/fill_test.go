@@ -93,10 +93,60 @@ func TestDialRefusedIsNotATimeout(t *testing.T) {
 	p := params()
 	p.Connections = 20
 	var r Result
-	if err := dialAll(context.Background(), p, &r, port); err != nil {
+	if err := dialAll(context.Background(), p, &r, port, nil); err != nil {
 		t.Fatal(err)
 	}
 	if r.Succeeded != 0 || r.Failed != 0 || r.FailedOther != 20 || r.OtherErrors["connect: connection refused"] != 20 {
 		t.Fatalf("20 connects to a closed port: %+v", r)
+	}
+}
+
+// The hook Run reads its last count in runs once all connects have
+// finished and while every connection is still open: a connection accepted
+// from the listener in the hook is not closed by its client yet (a read
+// times out rather than ending), and all 50 are counted.
+func TestDialHookRunsWhileConnectionsAreOpen(t *testing.T) {
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	p := params()
+	p.Connections = 50
+	var r Result
+	calls, succeededThen := 0, 0
+	var readErr error
+	hook := func() {
+		calls++
+		succeededThen = r.Succeeded
+		c, err := ln.Accept()
+		if err != nil {
+			readErr = err
+			return
+		}
+		defer c.Close()
+		_ = c.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+		_, readErr = c.Read(make([]byte, 1))
+	}
+	if err := dialAll(context.Background(), p, &r, ln.Addr().(*net.TCPAddr).Port, hook); err != nil {
+		t.Fatal(err)
+	}
+	if calls != 1 || succeededThen != 50 {
+		t.Fatalf("hook called %d times, with %d of 50 connects established", calls, succeededThen)
+	}
+	var ne net.Error
+	if !errors.As(readErr, &ne) || !ne.Timeout() {
+		t.Fatalf("read from an accepted connection in the hook: %v (want a timeout: the client still holds it open)", readErr)
+	}
+	// Negative control: after dialAll the clients have closed, so the next
+	// accepted connection reads its end.
+	c, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetReadDeadline(time.Now().Add(time.Second))
+	if _, err := c.Read(make([]byte, 1)); err == nil || errors.As(err, &ne) {
+		t.Fatalf("read after dialAll returned: %v (want the end of a closed connection)", err)
 	}
 }
