@@ -92,6 +92,15 @@ func TestCompareBenchArms(t *testing.T) {
 	if err != nil || ref == nil || len(ref.Entries) != 2*len(one.Entries) || !strings.Contains(ref.Environment.RunID, "+") {
 		t.Fatalf("both modes' fixed runs: reference %+v, %v; want the entries of both", ref, err)
 	}
+	// all is every mode, as -mode reads it: with only none's and
+	// sidecar's fixed runs there, its reference is incomplete; a bad mode
+	// is an error naming it.
+	if ref, err := fixedReference(clean, 0, "all"); err != nil || ref != nil {
+		t.Errorf("all with two of four modes' fixed runs: reference %v, %v; want none yet", ref, err)
+	}
+	if _, err := fixedReference(clean, 0, "none,sidecr"); err == nil || !strings.Contains(err.Error(), `"sidecr"`) {
+		t.Errorf("a misspelt mode: %v; want an error naming it", err)
+	}
 	run(clean, benchRunID(0, benchArms[2], "none,sidecar"), reporttest.Run{EchoStatus: "503:10"})
 	flips, err = compareBenchArms(clean, 0, "none,sidecar")
 	if err != nil || !strings.Contains(strings.Join(flips, "\n"), "concurrent not reproduced") || !strings.Contains(strings.Join(flips, "\n"), "latency.all-ok none: fixed ") {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/report"
 )
 
@@ -181,19 +182,24 @@ func compareBenchArms(root string, i int, modes string) ([]string, error) {
 // or, when that is missing and modes are several, every mode's own fixed
 // run with their entries together (one mode's fixed arm at scale 1 fills
 // a session here, so the records keep one run per mode, while the
-// concurrent arm runs them in one process). nil, nil when either is
-// incomplete.
+// concurrent arm runs them in one process); modes is read as -mode reads
+// it, so all is every mode. nil, nil when either is incomplete.
 func fixedReference(root string, i int, modes string) (*report.Results, error) {
 	if r, err := loadBenchRun(root, i, benchArms[0], modes); r != nil || err != nil {
 		return r, err
 	}
-	each := strings.Split(strings.ReplaceAll(modes, " ", ""), ",")
+	// "all" is every mode, as -mode reads it; before, only a comma list
+	// was split, so a concurrent arm of all found no reference.
+	each, err := mode.Parse(modes)
+	if err != nil {
+		return nil, fmt.Errorf("MESHCLAIMS_BENCH_MODES: %w", err)
+	}
 	if len(each) < 2 {
 		return nil, nil
 	}
 	var merged *report.Results
 	for _, m := range each {
-		r, err := loadBenchRun(root, i, benchArms[0], m)
+		r, err := loadBenchRun(root, i, benchArms[0], string(m))
 		if r == nil || err != nil {
 			return nil, err
 		}
