@@ -79,8 +79,14 @@ func TestBenchRecords(t *testing.T) {
 	}
 	root := filepath.Join(repoRoot(), benchRecordsDir)
 	for modes := range modeSets {
-		if _, err := compareBenchArms(root, 0, modes); err != nil {
+		flips, err := compareBenchArms(root, 0, modes)
+		if err != nil {
 			t.Errorf("comparing the arms of %s: %v", modes, err)
+		}
+		// The differences are the README's to explain, not this test's to
+		// fail on: a verdict near its threshold may flip between runs.
+		for _, f := range flips {
+			t.Logf("%s: verdict differs from the fixed arm's: %s", modes, f)
 		}
 	}
 }
