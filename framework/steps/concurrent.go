@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -44,18 +45,45 @@ type AtOnce struct {
 
 // addTo puts the run's placement into a measurement's extra numbers:
 // ran_alongside_modes (how many other modes' loads ran at once) and, when
-// checked, interference (1 when the check found the load disturbed).
-func (a *AtOnce) addTo(extra map[string]float64) {
+// checked, interference (1 when the check found the load disturbed), each
+// name after prefix.
+func (a *AtOnce) addTo(extra map[string]float64, prefix string) {
 	if a == nil {
 		return
 	}
-	extra["ran_alongside_modes"] = float64(len(a.With))
+	extra[prefix+"ran_alongside_modes"] = float64(len(a.With))
 	if a.Check != nil {
-		extra["interference"] = 0
+		extra[prefix+"interference"] = 0
 		if a.Check.Disturbed {
-			extra["interference"] = 1
+			extra[prefix+"interference"] = 1
 		}
 	}
+}
+
+// StateAtOnce is for a claim that reads several rollout loads and builds
+// its own measurement and setup (rollout.hardening-factors, the hardened
+// run's reference, rollout.l7-vs-sidecar): RolloutLoad states a load run
+// at once in the setup and the measurement it returns, but the claim's
+// own SetSetup, the next load's setup and a measurement built by hand
+// drop that. StateAtOnce puts it back, for each load named in names that
+// ran at once: its note in r's setup, labelled with the name, unless the
+// setup already has it (the load RolloutLoad read last), and
+// its placement in extra as <name>_ran_alongside_modes and
+// <name>_interference. Loads that ran alone change nothing.
+func StateAtOnce(r *spec.Run, extra map[string]float64, names []string, results []*RolloutResult) {
+	setup := r.Setup()
+	for i, res := range results {
+		if res == nil || res.AtOnce == nil {
+			continue
+		}
+		res.AtOnce.addTo(extra, names[i]+"_")
+		// Against the setup as it came: two loads' notes may read the
+		// same, and each is stated.
+		if !strings.Contains(r.Setup(), res.AtOnce.Note) {
+			setup += fmt.Sprintf("; %s: %s", names[i], res.AtOnce.Note)
+		}
+	}
+	r.SetSetup("%s", setup)
 }
 
 // rolloutAlongside is the loadplan.Load.Alongside key of T1's load with

@@ -164,3 +164,36 @@ func TestAtOnceMarksTheMeasurement(t *testing.T) {
 		t.Fatalf("extra %v", m.Extra)
 	}
 }
+
+// A claim that reads several rollout loads and states its own setup
+// (rollout.hardening-factors) keeps each at-once load's note and
+// placement: in session 19's concurrent record its preStop and grace runs
+// ran at once with sidecar's, and its setup and record said nothing.
+func TestStateAtOnceKeepsEachLoadsNote(t *testing.T) {
+	load1 := func() *RolloutResult {
+		return &RolloutResult{Load: &load.Run{Name: "x", Result: &load.Result{RetCodes: map[int]int64{200: 10}, DurationHistogram: &fstats.HistogramData{Count: 10}}}}
+	}
+	note := "ran at once with the same load in sidecar (-concurrent-modes; 9m51s of its 10m0s overlapped by another mode's load)"
+	prestop, grace, alone := load1(), load1(), load1()
+	// The two notes read the same: each is stated, labelled.
+	prestop.AtOnce = &AtOnce{With: []mode.Mode{mode.Sidecar}, Note: note}
+	grace.AtOnce = &AtOnce{With: []mode.Mode{mode.Sidecar}, Note: note}
+	r := spec.NewRun(nil, mode.None, nil, nil)
+	r.SetSetup("one T1 run per setting alone (prestop, grace, sidecar_drain)")
+	extra := map[string]float64{}
+	StateAtOnce(r, extra, []string{"prestop", "grace", "sidecar_drain"}, []*RolloutResult{prestop, grace, alone})
+	want := "one T1 run per setting alone (prestop, grace, sidecar_drain); prestop: " + note + "; grace: " + note
+	if r.Setup() != want {
+		t.Errorf("setup\n%q\nwant\n%q", r.Setup(), want)
+	}
+	if extra["prestop_ran_alongside_modes"] != 1 || extra["grace_ran_alongside_modes"] != 1 || len(extra) != 2 {
+		t.Errorf("extra %v; want the two at-once loads' placement, not the one alone", extra)
+	}
+	// A note the setup already has (the load read last) is not repeated;
+	// loads alone leave the setup as it was.
+	r.SetSetup("T1 in sidecar; %s", note)
+	StateAtOnce(r, map[string]float64{}, []string{"sidecar", "alone"}, []*RolloutResult{grace, alone})
+	if r.Setup() != "T1 in sidecar; "+note {
+		t.Errorf("setup %q; want it unchanged", r.Setup())
+	}
+}

@@ -60,7 +60,7 @@ func (x *RolloutResult) Measurement() verdict.Measurement {
 		worst = max(worst, n)
 	}
 	m.Extra["max_no_response_in_a_cycle"] = float64(worst)
-	x.AtOnce.addTo(m.Extra)
+	x.AtOnce.addTo(m.Extra, "")
 	return m
 }
 

@@ -31,9 +31,11 @@ var _ = spec.Declare(spec.Def{
 	},
 	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
 		var ref *verdict.Measurement
+		var base *steps.RolloutResult
 		if b := r.Claim.Reference; b != nil && b.AppliesTo(r.Mode) {
 			// Before hardening: the patched echo stays until the spec ends.
-			base, err := steps.RolloutLoad(ctx, r, r.Mode, fixtures.Hardening{})
+			var err error
+			base, err = steps.RolloutLoad(ctx, r, r.Mode, fixtures.Hardening{})
 			if err != nil {
 				return verdict.Measurement{}, err
 			}
@@ -46,6 +48,9 @@ var _ = spec.Declare(spec.Def{
 		}
 		m := res.Measurement()
 		m.Reference = ref
+		// The setup is the hardened load's; the reference's, if it ran
+		// at once with other modes' loads, says so too.
+		steps.StateAtOnce(r, m.Extra, []string{"reference"}, []*steps.RolloutResult{base})
 		return m, nil
 	},
 })

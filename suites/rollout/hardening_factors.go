@@ -35,11 +35,13 @@ var _ = spec.Declare(spec.Def{
 		factors := fixtures.HardeningFactors(r.Mode)
 		m := verdict.Measurement{Extra: map[string]float64{}}
 		var parts []string
+		var results []*steps.RolloutResult
 		for _, f := range factors {
 			res, err := steps.RolloutLoad(ctx, r, r.Mode, f.Hardening)
 			if err != nil {
 				return verdict.Measurement{}, err
 			}
+			results = append(results, res)
 			fm := res.Measurement()
 			if f.Hardening == (fixtures.Hardening{PreStopSleep: true}) { // the judged run
 				m.Count, m.Total, m.NoResponse = fm.Count, fm.Total, fm.NoResponse
@@ -62,6 +64,9 @@ var _ = spec.Declare(spec.Def{
 		}
 		r.SetSetup("one T1 run per setting alone (%s), each %s, restart loop with %s limit",
 			strings.Join(names, ", "), steps.DescribeLoad(r, s), r.Env.Config.Timeouts.RolloutComplete)
+		// The setup above is the claim's own: the settings' loads that
+		// ran at once with other modes' (-concurrent-modes) say so again.
+		steps.StateAtOnce(r, m.Extra, names, results)
 		return m, nil
 	},
 })

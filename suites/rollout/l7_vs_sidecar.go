@@ -40,6 +40,9 @@ var _ = spec.Declare(spec.Def{
 			return verdict.Measurement{}, err
 		}
 		m := verdict.Measurement{Extra: map[string]float64{"ambient_l7_503": float64(l7.Count503()), "sidecar_503": float64(sc.Count503())}}
+		// The setup is sidecar's load's (read last); ambient-l7's and
+		// sidecar's placement under -concurrent-modes go in the record.
+		steps.StateAtOnce(r, m.Extra, []string{"ambient_l7", "sidecar"}, []*steps.RolloutResult{l7, sc})
 		ratio, err := stats.RateRatio(a, b)
 		if err != nil {
 			// Both rates zero: no ratio exists; the verdict says inconclusive.
