@@ -80,29 +80,7 @@ func (i *Installer) Install(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	user, err := LoadValuesFile(i.opts.ValuesFile)
-	if err != nil {
-		return err
-	}
-	// The namespace first: a foreign one stops the install before the
-	// Gateway API CRDs or any chart is written.
-	if err := i.ensureNamespace(ctx, charts); err != nil {
-		return err
-	}
-	if err := i.recordBefore(ctx); err != nil {
-		return err
-	}
-	crds, err := i.InstallGatewayAPICRDs(ctx)
-	i.GatewayCRDs = crds
-	if err != nil {
-		return err
-	}
-	for _, c := range charts {
-		if err := i.installChart(ctx, c, user[c]); err != nil {
-			return err
-		}
-	}
-	if err := i.markIstioCRDs(ctx, *i.before); err != nil {
+	if err := i.install(ctx, charts, charts); err != nil {
 		return err
 	}
 	return i.VerifyVersion(ctx)
@@ -122,6 +100,14 @@ func (i *Installer) InstallCharts(ctx context.Context, only ...Chart) error {
 			return fmt.Errorf("istio: chart %s is not part of profile %s (%v)", c, i.opts.Profile, charts)
 		}
 	}
+	return i.install(ctx, charts, only)
+}
+
+// install writes the charts of profile (the profile's order) that are in
+// only: the namespace first, since a foreign one stops the install before
+// the Gateway API CRDs or any chart is written; then the CRDs, each chart
+// waiting for its workloads, and the marks on Istio's CRDs.
+func (i *Installer) install(ctx context.Context, profile, only []Chart) error {
 	user, err := LoadValuesFile(i.opts.ValuesFile)
 	if err != nil {
 		return err
@@ -137,11 +123,12 @@ func (i *Installer) InstallCharts(ctx context.Context, only ...Chart) error {
 	if err != nil {
 		return err
 	}
-	for _, c := range charts {
-		if slices.Contains(only, c) {
-			if err := i.installChart(ctx, c, user[c]); err != nil {
-				return err
-			}
+	for _, c := range profile {
+		if !slices.Contains(only, c) {
+			continue
+		}
+		if err := i.installChart(ctx, c, user[c]); err != nil {
+			return err
 		}
 	}
 	return i.markIstioCRDs(ctx, *i.before)
