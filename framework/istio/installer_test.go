@@ -225,3 +225,41 @@ func TestGatewayCRDsAndWaypointOnAPIServer(t *testing.T) {
 		t.Errorf("gateway of class istio accepted as waypoint: %v", err)
 	}
 }
+
+// A chart outside the profile is refused by name before anything is
+// written: no namespace, no Gateway API CRDs. As the positive control, the
+// same request in the ambient profile (which has ztunnel) gets past that
+// check and creates the namespace.
+func TestInstallChartsRefusesAChartOutsideItsProfile(t *testing.T) {
+	srv := apiserver.ForTest(t)
+	ctx := context.Background()
+	cs := kubernetes.NewForConfigOrDie(srv.Config)
+	ns := "istio-charts-test"
+	inst, err := NewInstaller(srv.Config, &switchGuard{}, Options{Profile: ProfileDefault, Method: MethodHelm, Charts: ChartSource{Dir: t.TempDir()}, Namespace: ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = inst.InstallCharts(ctx, ChartZtunnel)
+	if err == nil || !strings.Contains(err.Error(), "ztunnel") || !strings.Contains(err.Error(), "default") {
+		t.Fatalf("ztunnel in the default profile: %v; want an error naming the chart and the profile", err)
+	}
+	if _, err := cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); err == nil {
+		t.Errorf("namespace %s created by a refused install", ns)
+	}
+	if len(inst.GatewayCRDs.Applied) != 0 {
+		t.Errorf("Gateway API CRDs written by a refused install: %+v", inst.GatewayCRDs)
+	}
+
+	ambient, err := NewInstaller(srv.Config, &switchGuard{}, Options{Profile: ProfileAmbient, Method: MethodHelm, Charts: ChartSource{Dir: t.TempDir()}, Namespace: ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The charts directory is empty, so the install fails later, loading
+	// the chart; the namespace shows it got past the profile check.
+	if err := ambient.InstallCharts(ctx, ChartZtunnel); err == nil {
+		t.Fatal("ztunnel installed from an empty charts directory")
+	}
+	if _, err := cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); err != nil {
+		t.Errorf("ambient profile: namespace %s not created: %v", ns, err)
+	}
+}
