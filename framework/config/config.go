@@ -83,7 +83,10 @@ type Config struct {
 	KeepCluster    bool
 	IstioVersion   string
 	IstioInstall   string
-	IstioCharts    string // local chart directory; empty = Istio's chart repository
+	// IstioRevision installs Istio as that revision beside an Istio the
+	// cluster already runs (-istio-revision; sidecar mode); "" = none.
+	IstioRevision string
+	IstioCharts   string // local chart directory; empty = Istio's chart repository
 	// IstioValues is the per-chart Helm values file after Validate: the
 	// -istio-values flag, or the provider's default (DefaultIstioValues);
 	// empty = the charts' own defaults.
@@ -162,7 +165,11 @@ func Register(fs *flag.FlagSet) *Config {
 	fs.BoolVar(&c.ReuseCluster, "reuse-cluster", false, "reuse a cluster of that name if it exists")
 	fs.BoolVar(&c.KeepCluster, "keep-cluster", false, "keep the cluster (and the suite's namespaces) after the run")
 	fs.StringVar(&c.IstioVersion, "istio-version", "1.30.2", "Istio version to install (GUIDE measured 1.30.2)")
-	fs.StringVar(&c.IstioInstall, "istio-install", "helm", "how to install Istio: "+strings.Join(IstioInstalls, ", "))
+	fs.StringVar(&c.IstioInstall, "istio-install", "helm", "how to install Istio: "+strings.Join(IstioInstalls, ", ")+
+		"; skip qualifies the Istio the cluster already runs, installing nothing")
+	fs.StringVar(&c.IstioRevision, "istio-revision", "", "on a cluster that already runs an Istio (sidecar mode): install the qualified release as this revision "+
+		"beside it (istiod-NAME, namespaces labelled istio.io/rev=NAME), leaving the running Istio untouched, and remove it after the run. "+
+		"Without it, a run that finds an Istio it did not install stops before its first write")
 	fs.StringVar(&c.IstioCharts, "istio-charts", "", "directory holding Istio's charts (base, istiod, cni, ztunnel); default: Istio's chart repository")
 	fs.StringVar(&c.IstioValues, "istio-values", "", "per-chart Helm values file (keys base, istiod, cni, ztunnel); "+
 		"default for -provider=kind and local: testdata/istio/values.yaml (one istiod requesting 100m CPU and 256Mi instead of the chart's 500m and 2Gi), "+
@@ -210,6 +217,19 @@ func (c *Config) Validate(repoRoot string, now time.Time) error {
 	}
 	if !contains(IstioInstalls, c.IstioInstall) {
 		bad("-istio-install=%q is not known; accepted: %s", c.IstioInstall, strings.Join(IstioInstalls, ", "))
+	}
+	if _, err := istio.ParseRevision(c.IstioRevision); err != nil {
+		bad("%v", err)
+	} else if c.IstioRevision != "" {
+		if c.IstioInstall == string(istio.MethodSkip) {
+			bad("-istio-revision=%q with -istio-install=skip: skip installs nothing, a revision installs istiod beside the running Istio; accepted: one of the two", c.IstioRevision)
+		}
+		for _, m := range c.Modes {
+			if m.Ambient() {
+				bad("-istio-revision=%q with -mode %s: a revision is for sidecar mode (ambient's ztunnel and istio-cni run one per node and cannot run beside another Istio's); accepted modes: none, sidecar", c.IstioRevision, m)
+				break
+			}
+		}
 	}
 	if !contains(FailOns, c.FailOn) {
 		bad("-fail-on=%q is not known; accepted: %s", c.FailOn, strings.Join(FailOns, ", "))

@@ -72,6 +72,10 @@ func TestRejectsBadValues(t *testing.T) {
 		`-netpol-enforcer="  " is blank; accepted: the enforcer's name`:                                       {"-provider=existing", "-netpol-enforcer=  "},
 		`-concurrent-modes needs two or more modes to run at once, got -mode=sidecar; accepted: a comma list`: {"-mode=sidecar", "-concurrent-modes"},
 		`-concurrent-modes needs two or more modes to run at once, got -mode=none,none`:                       {"-mode=none,none", "-concurrent-modes"},
+		`-istio-revision="Canary": accepted: lower-case letters`:                                              {"-mode=sidecar", "-istio-revision=Canary"},
+		`-istio-revision="default": "default" is the name of the default revision`:                            {"-mode=sidecar", "-istio-revision=default"},
+		`-istio-revision="qual" with -istio-install=skip`:                                                     {"-mode=sidecar", "-istio-revision=qual", "-istio-install=skip"},
+		`-istio-revision="qual" with -mode ambient-l4: a revision is for sidecar mode`:                        {"-mode=sidecar,ambient-l4", "-istio-revision=qual"},
 	}
 	for want, args := range cases {
 		_, err := parse(t, args...)
@@ -112,6 +116,18 @@ func TestAcceptsConcurrentModes(t *testing.T) {
 		if err != nil || !c.ConcurrentModes {
 			t.Errorf("-mode=%s -concurrent-modes: %v", m, err)
 		}
+	}
+}
+
+// Positive control for -istio-revision's rejections: a revision name with
+// the sidecar and none modes passes and is kept; none by default.
+func TestAcceptsIstioRevision(t *testing.T) {
+	if c, err := parse(t, "-mode=sidecar"); err != nil || c.IstioRevision != "" {
+		t.Fatalf("default: %v, IstioRevision %q; want none", err, c.IstioRevision)
+	}
+	c, err := parse(t, "-mode=none,sidecar", "-istio-revision=1-30-3")
+	if err != nil || c.IstioRevision != "1-30-3" {
+		t.Errorf("-istio-revision=1-30-3: %v, kept %q", err, c.IstioRevision)
 	}
 }
 

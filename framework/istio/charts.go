@@ -198,6 +198,11 @@ func Values(c Chart, o Options, user map[string]any) map[string]any {
 	if c == ChartBase {
 		v["defaultRevision"] = "default"
 	}
+	if c == ChartIstiod && o.Revision != "" {
+		// istiod-<rev>, its own injector (namespaces labelled
+		// istio.io/rev=<rev>) and validator; no default webhook, no tag.
+		v["revision"] = o.Revision
+	}
 	if o.ExactImages {
 		ref := func(image string) string { return o.Hub + "/" + image + ":" + o.ImageTag() }
 		switch c {

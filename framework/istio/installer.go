@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage/driver"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -43,6 +44,9 @@ type Installer struct {
 	// before is the Istio CRDs and GatewayClasses the cluster had when
 	// Install began (uninstallLeftovers); nil until then.
 	before *istioState
+	// revisionBefore is the ConfigMaps and Leases of Istio's namespace
+	// before a revision's install (revision.go); nil until then.
+	revisionBefore map[string]bool
 }
 
 // NewInstaller validates o and returns an installer that talks to the
@@ -76,7 +80,7 @@ func (i *Installer) Install(ctx context.Context) error {
 		i.logf("istio: -istio-install=skip: verifying the installed Istio only")
 		return i.VerifyVersion(ctx)
 	}
-	charts, err := ChartsFor(i.opts.Profile)
+	charts, err := i.charts()
 	if err != nil {
 		return err
 	}
@@ -91,7 +95,7 @@ func (i *Installer) Install(ctx context.Context) error {
 // else. A check of one part (istio-cni in ambient mode without ztunnel,
 // whose image no registry this project builds from ships) uses it.
 func (i *Installer) InstallCharts(ctx context.Context, only ...Chart) error {
-	charts, err := ChartsFor(i.opts.Profile)
+	charts, err := i.charts()
 	if err != nil {
 		return err
 	}
@@ -103,6 +107,11 @@ func (i *Installer) InstallCharts(ctx context.Context, only ...Chart) error {
 	return i.install(ctx, charts, only)
 }
 
+// charts are what an install writes, in order: the profile's charts, or
+// for a revision beside a running Istio, istiod alone (the CRDs, CNI and
+// ztunnel of that Istio stay its own).
+func (i *Installer) charts() ([]Chart, error) { return i.opts.InstallCharts() }
+
 // install writes the charts of profile (the profile's order) that are in
 // only: the namespace first, since a foreign one stops the install before
 // the Gateway API CRDs or any chart is written; then the CRDs, each chart
@@ -112,15 +121,22 @@ func (i *Installer) install(ctx context.Context, profile, only []Chart) error {
 	if err != nil {
 		return err
 	}
+	if err := i.refuseForeignReleases(ctx, only); err != nil {
+		return err
+	}
 	if err := i.ensureNamespace(ctx, only); err != nil {
 		return err
 	}
 	if err := i.recordBefore(ctx); err != nil {
 		return err
 	}
-	crds, err := i.InstallGatewayAPICRDs(ctx)
-	i.GatewayCRDs = crds
-	if err != nil {
+	if i.opts.Revision == "" {
+		crds, err := i.InstallGatewayAPICRDs(ctx)
+		i.GatewayCRDs = crds
+		if err != nil {
+			return err
+		}
+	} else if err := i.recordRevisionBefore(ctx); err != nil {
 		return err
 	}
 	for _, c := range profile {
@@ -132,6 +148,34 @@ func (i *Installer) install(ctx context.Context, profile, only []Chart) error {
 		}
 	}
 	return i.markIstioCRDs(ctx, *i.before)
+}
+
+// refuseForeignReleases stops an install, before its first write, when a
+// release it would write is there and not this suite's: upgrading it would
+// change someone's control plane. (installChart checks again, per chart.)
+func (i *Installer) refuseForeignReleases(ctx context.Context, charts []Chart) error {
+	cfg, err := i.helmConfig()
+	if err != nil {
+		return err
+	}
+	for _, c := range charts {
+		name := i.opts.ReleaseOf(c)
+		rel, err := cfg.Releases.Last(name)
+		switch {
+		case errors.Is(err, driver.ErrReleaseNotFound):
+		case err != nil:
+			return fmt.Errorf("istio: release %s: %w", name, err)
+		case rel.Labels[LabelManagedBy] != ManagedBy:
+			return foreignReleaseError(i.opts.Namespace, name, rel)
+		}
+	}
+	return nil
+}
+
+func foreignReleaseError(ns, name string, rel *release.Release) error {
+	return fmt.Errorf("istio: %w: release %s/%s (chart %s %s, Helm revision %d) was not installed by meshclaims; "+
+		"it is not upgraded and nothing was written. Qualify it as it is with -istio-install=skip, or install beside it with -istio-revision=NAME (sidecar mode)",
+		ErrForeignIstio, ns, name, rel.Chart.Metadata.Name, rel.Chart.Metadata.Version, rel.Version)
 }
 
 // installChart installs chart c, or upgrades its release when it exists
@@ -149,36 +193,44 @@ func (i *Installer) installChart(ctx context.Context, c Chart, user map[string]a
 		return err
 	}
 	vals := Values(c, i.opts, user)
-	_, err = cfg.Releases.Last(c.Release())
+	name := i.opts.ReleaseOf(c)
+	rel, err := cfg.Releases.Last(name)
 	switch {
 	case errors.Is(err, driver.ErrReleaseNotFound):
 		in := action.NewInstall(cfg)
-		in.ReleaseName = c.Release()
+		in.ReleaseName = name
 		in.Namespace = i.opts.Namespace
 		in.CreateNamespace = true
 		// Adopt objects that exist without Helm's ownership marks, above all
 		// Istio's CRDs on a cluster where they came from istioctl or from
 		// istio.io/api: the CRDs must match the version being qualified.
-		in.TakeOwnership = true
+		// Never beside a running Istio: there every object that exists is
+		// that Istio's, and adopting one would change it.
+		in.TakeOwnership = i.opts.Revision == ""
 		// The mark that makes Uninstall remove this release after the run;
 		// a release someone else installed never carries it.
 		in.Labels = map[string]string{LabelManagedBy: ManagedBy}
 		in.Wait = true
 		in.Timeout = i.opts.Timeout
-		i.logf("istio: installing chart %s %s as %s", c, ch.Metadata.Version, c.Release())
+		i.logf("istio: installing chart %s %s as %s", c, ch.Metadata.Version, name)
 		if _, err := in.RunWithContext(ctx, ch, vals); err != nil {
 			return fmt.Errorf("istio: install %s: %w", c, err)
 		}
 	case err != nil:
-		return fmt.Errorf("istio: release %s: %w", c.Release(), err)
+		return fmt.Errorf("istio: release %s: %w", name, err)
+	case rel.Labels[LabelManagedBy] != ManagedBy:
+		// Upgrading it would change someone's control plane (its version,
+		// its values): the run stops instead, with nothing written.
+		return foreignReleaseError(i.opts.Namespace, name, rel)
 	default:
+		// A release of an earlier run that kept its cluster.
 		up := action.NewUpgrade(cfg)
 		up.Namespace = i.opts.Namespace
-		up.TakeOwnership = true
+		up.TakeOwnership = i.opts.Revision == ""
 		up.Wait = true
 		up.Timeout = i.opts.Timeout
-		i.logf("istio: upgrading release %s to chart %s %s", c.Release(), c, ch.Metadata.Version)
-		if _, err := up.RunWithContext(ctx, c.Release(), ch, vals); err != nil {
+		i.logf("istio: upgrading release %s (installed by an earlier run) to chart %s %s", name, c, ch.Metadata.Version)
+		if _, err := up.RunWithContext(ctx, name, ch, vals); err != nil {
 			return fmt.Errorf("istio: upgrade %s: %w", c, err)
 		}
 	}
@@ -227,12 +279,18 @@ func (i *Installer) runningImages(ctx context.Context) (map[string]string, error
 	}
 	ns := i.opts.Namespace
 	images := map[string]string{}
-	deps, err := cs.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=istiod"})
+	sel := "app=istiod"
+	if i.opts.Revision != "" {
+		// Only the revision this run installed: the running Istio's istiod
+		// is of its own version.
+		sel += ",istio.io/rev=" + i.opts.Revision
+	}
+	deps, err := cs.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
 	if err != nil {
 		return nil, fmt.Errorf("istio: listing istiod in %s: %w", ns, err)
 	}
 	if len(deps.Items) == 0 {
-		return nil, fmt.Errorf("istio: no istiod Deployment (label app=istiod) in namespace %s", ns)
+		return nil, fmt.Errorf("istio: no istiod Deployment (labels %s) in namespace %s", sel, ns)
 	}
 	for _, d := range deps.Items {
 		for _, c := range d.Spec.Template.Spec.Containers {
@@ -264,13 +322,23 @@ func (i *Installer) Uninstall(ctx context.Context) error {
 	if i.opts.Method == MethodSkip {
 		return nil
 	}
-	charts, err := ChartsFor(i.opts.Profile)
+	charts, err := i.charts()
 	if err != nil {
 		return err
 	}
 	var errs []error
 	for j := len(charts) - 1; j >= 0; j-- {
 		if err := i.uninstallChart(ctx, charts[j]); err != nil {
+			if errors.Is(err, errGuard) {
+				return err
+			}
+			errs = append(errs, err)
+		}
+	}
+	// What the revision's istiod wrote at run time beside the running
+	// Istio (its leader-election leases), once it is gone.
+	if len(errs) == 0 && i.opts.Revision != "" {
+		if err := i.uninstallRevisionLeftovers(ctx); err != nil {
 			if errors.Is(err, errGuard) {
 				return err
 			}
@@ -328,23 +396,24 @@ func (i *Installer) uninstallChart(ctx context.Context, c Chart) error {
 	if err != nil {
 		return err
 	}
-	rel, err := cfg.Releases.Last(c.Release())
+	name := i.opts.ReleaseOf(c)
+	rel, err := cfg.Releases.Last(name)
 	if errors.Is(err, driver.ErrReleaseNotFound) {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("istio: release %s: %w", c.Release(), err)
+		return fmt.Errorf("istio: release %s: %w", name, err)
 	}
 	if rel.Labels[LabelManagedBy] != ManagedBy {
-		i.logf("istio: release %s was not installed by meshclaims; left installed", c.Release())
+		i.logf("istio: release %s was not installed by meshclaims; left installed", name)
 		return nil
 	}
 	un := action.NewUninstall(cfg)
 	un.Wait = true
 	un.Timeout = i.opts.Timeout
 	un.IgnoreNotFound = true
-	if _, err := un.Run(c.Release()); err != nil {
-		return fmt.Errorf("istio: uninstall %s: %w", c.Release(), err)
+	if _, err := un.Run(name); err != nil {
+		return fmt.Errorf("istio: uninstall %s: %w", name, err)
 	}
 	return nil
 }

@@ -117,7 +117,7 @@ func TestHelmInstallsBaseChartOnAPIServer(t *testing.T) {
 	}
 
 	// Someone else's release of the same chart (installed with Helm, no
-	// mark): Install would only upgrade it, and Uninstall leaves it.
+	// mark): Install refuses to upgrade it, and Uninstall leaves it.
 	cfg, err := inst.helmConfig()
 	if err != nil {
 		t.Fatal(err)
@@ -130,6 +130,14 @@ func TestHelmInstallsBaseChartOnAPIServer(t *testing.T) {
 	theirs.ReleaseName, theirs.Namespace, theirs.TakeOwnership = ChartBase.Release(), ns, true
 	if _, err := theirs.RunWithContext(ctx, ch, Values(ChartBase, inst.opts, nil)); err != nil {
 		t.Fatal(err)
+	}
+	// The re-run above upgraded the suite's own release; this one is not
+	// the suite's, so the same call refuses, writing nothing.
+	if err := inst.Install(ctx); !errors.Is(err, ErrForeignIstio) || !strings.Contains(err.Error(), "istio-base") {
+		t.Errorf("Install over someone else's release: %v, want ErrForeignIstio naming it", err)
+	}
+	if n := releases(); n != 1 {
+		t.Errorf("%d release records after Install over someone else's release, want theirs alone (no upgrade)", n)
 	}
 	if err := inst.Uninstall(ctx); err != nil {
 		t.Fatal(err)

@@ -37,6 +37,19 @@ func (i *Installer) ensureNamespace(ctx context.Context, charts []Chart) error {
 	}
 	name := i.opts.Namespace
 	ns, err := cs.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+	if i.opts.Revision != "" {
+		// A revision goes into the running Istio's namespace, as Istio's
+		// canary upgrade does, and leaves the namespace as it found it.
+		switch {
+		case apierrors.IsNotFound(err):
+			return fmt.Errorf("istio: %w: -istio-revision=%s installs beside a running Istio in namespace %s, which does not exist. Nothing was written",
+				ErrForeignNamespace, i.opts.Revision, name)
+		case err != nil:
+			return fmt.Errorf("istio: reading namespace %s: %w", name, err)
+		}
+		i.logf("istio: revision %s goes into the running Istio's namespace %s, which stays as it is", i.opts.Revision, name)
+		return nil
+	}
 	switch {
 	case apierrors.IsNotFound(err):
 		if err := i.guard.Check(ctx); err != nil {
@@ -75,7 +88,7 @@ func (i *Installer) ensureNamespace(ctx context.Context, charts []Chart) error {
 			"Remove or rename that namespace, or install Istio yourself and run with -istio-install=skip",
 			ErrForeignNamespace, name, LabelManagedBy, ManagedBy, strings.Join(releaseNames(charts), ", "))
 	}
-	i.logf("istio: namespace %s is the cluster's, with Istio releases %v: they are upgraded and left installed", name, found)
+	i.logf("istio: namespace %s is the cluster's, with Istio releases %v", name, found)
 	return nil
 }
 

@@ -110,8 +110,9 @@ func TestForeignIstioNamespaceStopsInstallBeforeAnyWrite(t *testing.T) {
 }
 
 // Someone's Istio in its own istio-system (a Helm release there, no mark on
-// the namespace): accepted, as Install has always upgraded such a release,
-// and Uninstall leaves the namespace.
+// the namespace): the namespace is accepted (installChart and the set-up's
+// look for a foreign Istio are what refuse the release), and Uninstall
+// leaves the namespace.
 func TestIstioNamespaceWithSomeonesReleaseIsUsed(t *testing.T) {
 	dir := chartsDir(t)
 	srv := apiserver.NewForTest(t)

@@ -161,6 +161,48 @@ type Options struct {
 	// ProxyIstio. ProxyUpstreamEnvoy adds UpstreamEnvoyIstiodValues to
 	// istiod's values.
 	Proxy ProxyKind
+	// Revision installs the qualified release beside an Istio already
+	// running (Istio's canary upgrade): only the istiod chart, as release
+	// istiod-<Revision> with revision <Revision>, adopting nothing. Istio's
+	// CRDs, its namespace, the default revision and revision tags stay the
+	// running Istio's. Empty installs the profile's every chart.
+	Revision string
+}
+
+// revisionRE is a revision name as Istio accepts it: a DNS label (it
+// becomes part of object names, istiod-<rev>, and a label value).
+var revisionRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+
+// ParseRevision checks an -istio-revision value.
+func ParseRevision(s string) (string, error) {
+	switch {
+	case s == "":
+		return "", nil
+	case s == "default":
+		return "", fmt.Errorf("-istio-revision=%q: %q is the name of the default revision, which belongs to the Istio already running; accepted: a revision name of your own such as canary or 1-30-3", s, s)
+	case len(s) > 40 || !revisionRE.MatchString(s):
+		return "", fmt.Errorf("-istio-revision=%q: accepted: lower-case letters, digits and '-', starting and ending with a letter or digit, at most 40 characters (it becomes istiod-<name>), such as canary or 1-30-3", s)
+	}
+	return s, nil
+}
+
+// InstallCharts are the charts an install writes, in order: the
+// profile's, or for a revision beside a running Istio, istiod alone (that
+// Istio's CRDs, CNI and ztunnel stay its own).
+func (o Options) InstallCharts() ([]Chart, error) {
+	if o.Revision != "" {
+		return []Chart{ChartIstiod}, nil
+	}
+	return ChartsFor(o.Profile)
+}
+
+// ReleaseOf is the Helm release chart c is installed as: the names Istio's
+// Helm documentation uses, istiod-<revision> for a revision's istiod.
+func (o Options) ReleaseOf(c Chart) string {
+	if c == ChartIstiod && o.Revision != "" {
+		return "istiod-" + o.Revision
+	}
+	return c.Release()
 }
 
 // ImageTag is the tag Istio's images are installed and verified with.
@@ -214,6 +256,12 @@ func (o Options) Validate() error {
 	}
 	if _, err := ParseProxyKind(string(o.Proxy)); err != nil {
 		errs = append(errs, err.Error())
+	}
+	if _, err := ParseRevision(o.Revision); err != nil {
+		errs = append(errs, err.Error())
+	}
+	if o.Revision != "" && o.Profile != ProfileDefault {
+		errs = append(errs, fmt.Sprintf("-istio-revision=%q with profile %s: a revision installs istiod only, for sidecar mode; ambient's ztunnel and istio-cni run one per node and cannot run beside another's", o.Revision, o.Profile))
 	}
 	for c := range o.ClusterValues {
 		if _, ok := sourceTreeDirs[c]; !ok {

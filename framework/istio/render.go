@@ -32,7 +32,7 @@ func Render(o Options) ([]Rendered, error) {
 		return nil, err
 	}
 	o = o.withDefaults()
-	charts, err := ChartsFor(o.Profile)
+	charts, err := o.InstallCharts()
 	if err != nil {
 		return nil, err
 	}
@@ -51,7 +51,7 @@ func Render(o Options) ([]Rendered, error) {
 		inst.DryRun = true
 		inst.IncludeCRDs = true
 		inst.Replace = true
-		inst.ReleaseName = c.Release()
+		inst.ReleaseName = o.ReleaseOf(c)
 		inst.Namespace = o.Namespace
 		kv := RenderKubeVersion
 		inst.KubeVersion = &kv

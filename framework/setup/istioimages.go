@@ -164,7 +164,13 @@ func (s *Suite) recordIstioImages(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	pods, err := cs.CoreV1().Pods(istio.DefaultNamespace).List(ctx, metav1.ListOptions{})
+	// Beside a running Istio, the revision's pods alone: the other
+	// Istio's images are in istio-found.json.
+	sel := ""
+	if s.Cfg.IstioRevision != "" {
+		sel = istio.LabelRevision + "=" + s.Cfg.IstioRevision
+	}
+	pods, err := cs.CoreV1().Pods(istio.DefaultNamespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
 	if err != nil {
 		return fmt.Errorf("listing Istio's pods: %w", err)
 	}

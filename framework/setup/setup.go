@@ -250,6 +250,9 @@ func (s *Suite) up(ctx context.Context) error {
 	if err := s.checkNetPolEnforcer(ctx, k.Client); err != nil {
 		return err
 	}
+	if err := s.checkForeignIstio(ctx); err != nil {
+		return err
+	}
 
 	// 2. The workload image, built here and loaded into the nodes (or pushed).
 	arch, err := nodeArch(ctx, k)
@@ -267,7 +270,7 @@ func (s *Suite) up(ctx context.Context) error {
 			s.note(why)
 		}
 	}
-	opts := fixtures.Options{Run: cfg.RunID, Images: img}
+	opts := fixtures.Options{Run: cfg.RunID, Images: img, SidecarRevision: s.sidecarRevision()}
 	mesh := &spec.Cluster{Kube: k, Applier: applier, Options: opts}
 	if sh, ok := provider.(cluster.SharedHost); ok {
 		mesh.NodesShareHost = sh.NodesShareHost()
@@ -409,6 +412,14 @@ func (s *Suite) InstallIstioCharts(ctx context.Context, p istio.Profile, charts 
 	return s.installIstio(ctx, p, charts)
 }
 
+// chartSource is where the run's Istio charts come from.
+func (s *Suite) chartSource() istio.ChartSource {
+	if s.Cfg.IstioCharts != "" {
+		return istio.ChartSource{Dir: s.Cfg.IstioCharts}
+	}
+	return istio.ChartSource{RepoURL: istio.DefaultRepoURL}
+}
+
 func (s *Suite) installIstio(ctx context.Context, p istio.Profile, only []istio.Chart) error {
 	guard := s.guard
 	if p == istio.ProfileAmbient && (only == nil || slices.Contains(only, istio.ChartZtunnel)) {
@@ -418,12 +429,8 @@ func (s *Suite) installIstio(ctx context.Context, p istio.Profile, only []istio.
 			return err
 		}
 	}
-	src := istio.ChartSource{RepoURL: istio.DefaultRepoURL}
-	if s.Cfg.IstioCharts != "" {
-		src = istio.ChartSource{Dir: s.Cfg.IstioCharts}
-	}
 	in, err := istio.NewInstaller(s.Provider().RESTConfig(), guard, istio.Options{
-		Profile: p, Version: s.Cfg.IstioVersion, Method: istio.Method(s.Cfg.IstioInstall), Charts: src,
+		Profile: p, Version: s.Cfg.IstioVersion, Method: istio.Method(s.Cfg.IstioInstall), Charts: s.chartSource(), Revision: s.Cfg.IstioRevision,
 		ValuesFile: s.Cfg.IstioValues, Timeout: s.Cfg.Timeouts.IstioReady,
 		Hub: s.istioHub(), Tag: s.istioTag(), ClusterValues: s.istioClusterValues(), Proxy: proxyKind(s.proxy),
 		ExactImages: s.Cfg.ImageArchives != "", TerminatingNamespaceIsGone: s.TerminatingNamespaceIsGone,

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/meshclaims/meshclaims/fixtures"
+	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/rollout/deployment"
 	"github.com/meshclaims/meshclaims/framework/spec"
 	"github.com/meshclaims/meshclaims/framework/verdict"
@@ -34,16 +35,16 @@ func LateInjection(ctx context.Context, r *spec.Run) (verdict.Measurement, error
 	t := fixtures.Target{Namespace: fixtures.LateInjectionNamespace, Run: run}
 	timeouts := r.Env.Config.Timeouts
 	echo := fixtures.LateEcho(t, img)
-	before, err := runningEcho(ctx, r, fixtures.LateNamespace(run, false), echo)
+	before, err := runningEcho(ctx, r, fixtures.LateNamespace(run, false, m.Options.SidecarRevision), echo)
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
 	// Re-applying the namespace with the label: the field manager owns the
 	// namespace's labels, so the label is added and nothing else changes.
-	if err := m.Applier.Apply(ctx, fixtures.LateNamespace(run, true)); err != nil {
+	if err := m.Applier.Apply(ctx, fixtures.LateNamespace(run, true, m.Options.SidecarRevision)); err != nil {
 		return verdict.Measurement{}, err
 	}
-	r.Logf("labelled %s %s=enabled while pod %s runs", t.Namespace, fixtures.LabelInjection, before.Name)
+	r.Logf("labelled %s %v while pod %s runs", t.Namespace, fixtures.RevisionLabels(mode.Sidecar, m.Options.SidecarRevision), before.Name)
 	control := fixtures.LateControl(t, img)
 	if err := Apply(ctx, r, control); err != nil {
 		return verdict.Measurement{}, err
