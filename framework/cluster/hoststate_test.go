@@ -68,7 +68,7 @@ func TestSplitRule(t *testing.T) {
 }
 
 // What a Ctrl-C during kind's creation left on a host that already had
-// netavark's base chains (session 10, make kind-interrupt-test): the kind
+// netavark's base chains (make kind-interrupt-test, 2026-12-02): the kind
 // network's own DNAT chain, empty, in both families. Only it goes; the base
 // chains and their rules, there before, stay, whatever their counters say.
 func TestNewNetavarkRulesKeepsWhatWasThere(t *testing.T) {

@@ -20,7 +20,7 @@ import (
 // set istio-inpod-probes-v4. Those pods' kubelet probes then reach ztunnel
 // unSNATed and STRICT mTLS denies them: on the 3-node kind cluster of
 // make kind-node-image (kube-router v2.1.0) ambient set-up failed with 2 of
-// 6 echo pods Ready (docs/kind-on-podman.md, session 10).
+// 6 echo pods Ready (docs/kind-on-podman.md, the run of 2026-12-02).
 const kubeRouterIpsetFix = "v2.6.1"
 
 // ipsetRewritingKubeRouter returns the image of a kube-router DaemonSet

@@ -188,8 +188,8 @@ func Write(w io.Writer, modes []mode.Mode, scale float64, specs []Spec, costs *C
 }
 
 // MergeCosts joins the costs of several earlier runs into one, so a plan
-// of modes measured in separate runs (one arm per mode, as a session here
-// holds only one at scale 1) knows every spec's cost: each "claim [mode]"
+// of modes measured in separate runs (one mode per run, as the scale-1
+// bench records are kept) knows every spec's cost: each "claim [mode]"
 // takes its cost from the first run, in the order given, that measured it.
 // The set-up is the longest of theirs: a run of several modes sets up once
 // what its most demanding mode needs (istiod and its images), and the

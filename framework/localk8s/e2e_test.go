@@ -278,11 +278,12 @@ func TestLocalClusterEndToEnd(t *testing.T) {
 }
 
 // wipedHost wipes what an earlier run left on the host (a test binary
-// killed before its Delete, another session's cluster) and logs it, so
+// killed before its Delete, another checkout's cluster) and logs it, so
 // that the before-and-after comparison starts from the host as Start's own
 // wipe leaves it: Start removes such leftovers by design, and a snapshot
-// taken before them would report their removal as a change (CI stop 32:
-// kube-proxy's rules and the bridge of a cluster that ran before the test).
+// taken before them would report their removal as a change (as CI saw on
+// 2026-12-03: kube-proxy's rules and the bridge of a cluster that ran
+// before the test).
 func wipedHost(t *testing.T, c localk8s.Config) {
 	t.Helper()
 	st, err := localk8s.Observe(context.Background(), c)

@@ -167,7 +167,7 @@ func TestAtOnceMarksTheMeasurement(t *testing.T) {
 
 // A claim that reads several rollout loads and states its own setup
 // (rollout.hardening-factors) keeps each at-once load's note and
-// placement: in session 19's concurrent record its preStop and grace runs
+// placement: in the concurrent bench record of 2026-12-05 its preStop and grace runs
 // ran at once with sidecar's, and its setup and record said nothing.
 func TestStateAtOnceKeepsEachLoadsNote(t *testing.T) {
 	load1 := func() *RolloutResult {

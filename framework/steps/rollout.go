@@ -385,7 +385,7 @@ func OrdersDuringRollout(ctx context.Context, r *spec.Run) (verdict.Measurement,
 	}
 	// The load's requests are the orders order-client sent in it (its own
 	// counter), as a fortio load's are fortio's: without them the report's
-	// loads table said 0 of T2's 6000 planned (bench run, session 14).
+	// loads table said 0 of T2's 6000 planned (the bench run of 2026-12-03).
 	ran.Requests = after.Sent - before.Sent
 	r.Ran(ran)
 	var dupes collector.Dupes

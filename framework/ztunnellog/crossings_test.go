@@ -51,7 +51,7 @@ func TestCountCrossingsOnARealLog(t *testing.T) {
 }
 
 // Real lines of two workers' ztunnels from the 3-node kind run of
-// 2026-12-03 (docs/kind-on-podman.md, session 12), placed by the nodes'
+// 2026-12-03 (docs/kind-on-podman.md), placed by the nodes'
 // real pod CIDRs (meshclaims-worker 10.244.2.0/24, meshclaims-worker2
 // 10.244.1.0/24): the worker's ztunnel accepted 3 tunnels from worker2's
 // pooled client and 3 from its own node; worker2's accepted 3 from the

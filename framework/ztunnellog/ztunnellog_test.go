@@ -125,7 +125,7 @@ func TestParseRealLines(t *testing.T) {
 }
 
 // ztunnel's own lines from the ambient-l4 attempt on the 3-node kind
-// cluster (session 10): the kubelet's probes from the node's bridge
+// cluster (2026-12-02): the kubelet's probes from the node's bridge
 // address, not SNATed, denied by the mesh's STRICT policy. The negative
 // control is the local provider's log, whose inbound connections passed.
 func TestDeniedInbound(t *testing.T) {

@@ -9,10 +9,10 @@ import (
 	"github.com/meshclaims/meshclaims/framework/report"
 )
 
-// benchRecordsDir keeps BenchmarkLocalRunWallTime's runs at scale 1 from
-// the sessions that measured them: one arm of one mode set outlasts a
-// session's share of this machine, so the arms are measured in different
-// sessions and kept here, each a run's results directory without its raw
+// benchRecordsDir keeps BenchmarkLocalRunWallTime's runs at scale 1: one
+// arm of one mode set takes an hour or more on a 2-core host, so the arms
+// are measured in separate runs on different days and kept here, each a
+// run's results directory without its raw
 // evidence and JUnit (environment.json, plan.txt, measured/,
 // results.json, report.md, glossary.md). The plan reads them with -plan-costs, and
 // compareBenchArms compares the other arms with its modes' fixed arm (for a

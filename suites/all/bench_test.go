@@ -29,8 +29,8 @@ type benchArm struct {
 var benchArms = []benchArm{{"fixed", "false", nil}, {"sequential", "true", nil}, {"concurrent", "true", []string{"-concurrent-modes"}}}
 
 // parseBenchArms reads MESHCLAIMS_BENCH_ARMS: a comma list of arm names,
-// empty for both. One arm at scale 1 is 1.5-2 h of cluster time here, so a
-// session can run one arm and a later one the other, with
+// empty for both. One arm at scale 1 is 1.5-2 h of cluster time on a 2-core
+// host, so one run can measure one arm and a later run the other, with
 // MESHCLAIMS_BENCH_RESULTS keeping both runs' results for the comparison.
 func parseBenchArms(s string) ([]benchArm, error) {
 	if strings.TrimSpace(s) == "" {
@@ -57,11 +57,11 @@ func parseBenchArms(s string) ([]benchArm, error) {
 	return out, nil
 }
 
-// benchRunID names an arm's run of the given modes so a later session
+// benchRunID names an arm's run of the given modes so a later run
 // finds it in the same results directory: "bench-0-sequential-sidecar",
 // "bench-0-fixed-none_sidecar" ("_" joins the modes: -run-id refuses
 // "+", see config.RunIDChars). The modes are in it because one arm of
-// none,sidecar at scale 1 outlasts a session here, so each mode's run is
+// none,sidecar at scale 1 takes over 2 h on a 2-core host, so each mode's run is
 // measured on its own (MESHCLAIMS_BENCH_MODES=none, then sidecar) and kept
 // beside the others.
 func benchRunID(i int, a benchArm, modes string) string {
@@ -72,7 +72,7 @@ func benchRunID(i int, a benchArm, modes string) string {
 // on the local cluster, with sequential stopping (the default) and
 // without it (-sequential=false, the source's fixed design), and reports
 // both with the verdicts each reached, and, once both arms' results are in
-// the results directory (this run's or an earlier session's), every verdict
+// the results directory (this run's or an earlier one's), every verdict
 // that differs between them, so the saving is measured with the decisions
 // beside it. Root, MESHCLAIMS_LOCAL=1, and the cluster lock held
 // (flock /tmp/meshclaims-cluster.lock); MESHCLAIMS_BENCH_MODES (default
@@ -180,8 +180,8 @@ func compareBenchArms(root string, i int, modes string) ([]string, error) {
 
 // fixedReference is the fixed arm's results for modes: its run of modes
 // or, when that is missing and modes are several, every mode's own fixed
-// run with their entries together (one mode's fixed arm at scale 1 fills
-// a session here, so the records keep one run per mode, while the
+// run with their entries together (one mode's fixed arm at scale 1 takes
+// about an hour on a 2-core host, so the records keep one run per mode, while the
 // concurrent arm runs them in one process); modes is read as -mode reads
 // it, so all is every mode. nil, nil when either is incomplete.
 func fixedReference(root string, i int, modes string) (*report.Results, error) {

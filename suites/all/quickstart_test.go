@@ -25,6 +25,22 @@ func quickStart(t *testing.T) []string {
 	return cmds
 }
 
+// benchmarkCommands returns the shell commands of docs/benchmarks.md: the
+// plans made from the shipped bench records, which the quick start's test
+// follows too.
+func benchmarkCommands(t *testing.T) []string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(repoRoot(), "docs", "benchmarks.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmds := shCommandsOf(string(b))
+	if len(cmds) == 0 {
+		t.Fatal("docs/benchmarks.md has no sh commands")
+	}
+	return cmds
+}
+
 // quickStartOf returns every line of the sh blocks of a README's "## Quick
 // start" section (up to the next "## " heading), comments dropped and
 // continuation lines joined.
@@ -37,6 +53,16 @@ func quickStartOf(text string) ([]string, error) {
 	if end := strings.Index(text[3:], "\n## "); end >= 0 {
 		text = text[:end+3]
 	}
+	cmds := shCommandsOf(text)
+	if len(cmds) == 0 {
+		return nil, errors.New("the quick start has no commands")
+	}
+	return cmds, nil
+}
+
+// shCommandsOf returns every line of text's sh blocks, comments dropped and
+// continuation lines joined.
+func shCommandsOf(text string) []string {
 	var cmds []string
 	in := false
 	cont := ""
@@ -67,10 +93,7 @@ func quickStartOf(text string) ([]string, error) {
 		}
 		cont = ""
 	}
-	if len(cmds) == 0 {
-		return nil, errors.New("the quick start has no commands")
-	}
-	return cmds, nil
+	return cmds
 }
 
 func TestQuickStartOf(t *testing.T) {
@@ -90,11 +113,13 @@ func TestQuickStartOf(t *testing.T) {
 // The quick start, followed as written by a user without a container engine:
 // the claims list, then every suite command up to its clear failure (exit
 // non-zero at once, "no container engine" said once, a report saying
-// nothing was measured), or for a dry run the list of specs; then report and
-// diff on the sample runs the README links. A command of a form this test
-// does not know fails it, so the README cannot drift from the tool.
+// nothing was measured), or for a dry run the list of specs, or for a plan
+// the plan; then report and diff on the sample runs the README links; then
+// docs/benchmarks.md's plans from the bench records, which must use the
+// records' measured costs. A command of a form this test does not know
+// fails it, so the documents cannot drift from the tool.
 func TestQuickStartAsWritten(t *testing.T) {
-	cmds := quickStart(t)
+	cmds := append(quickStart(t), benchmarkCommands(t)...)
 	cli := filepath.Join(t.TempDir(), "meshclaims")
 	build := exec.Command("go", "build", "-o", cli, "./cmd/meshclaims")
 	build.Dir = repoRoot()
@@ -112,7 +137,7 @@ func TestQuickStartAsWritten(t *testing.T) {
 		// expands $PWD to it; no other variable is known.
 		expanded := strings.ReplaceAll(line, "$PWD", repoRoot())
 		if strings.Contains(expanded, "$") {
-			t.Errorf("README's quick start has %q, whose variables this test does not know how to expand (only $PWD, the repository's root); teach it", line)
+			t.Errorf("the documents' commands include %q, whose variables this test does not know how to expand (only $PWD, the repository's root); teach it", line)
 			continue
 		}
 		args := strings.Fields(expanded)
@@ -177,7 +202,7 @@ func TestQuickStartAsWritten(t *testing.T) {
 			}
 			t.Logf("%s: fails at once without a container engine, report written", line)
 		default:
-			t.Errorf("README's quick start has %q, which this test does not know how to follow; teach it", line)
+			t.Errorf("the documents' commands include %q, which this test does not know how to follow; teach it", line)
 		}
 	}
 }
@@ -207,7 +232,7 @@ func goTestArgs(t *testing.T, args []string) []string {
 // Every relative link in README.md and docs/ names a file that exists.
 func TestDocumentLinksResolve(t *testing.T) {
 	link := regexp.MustCompile(`\]\(([^)#:]+)(#[^)]*)?\)`)
-	for _, doc := range []string{"README.md", "docs/DEVELOPMENT.md", "docs/GLOSSARY.md"} {
+	for _, doc := range []string{"README.md", "docs/DEVELOPMENT.md", "docs/GLOSSARY.md", "docs/benchmarks.md", "docs/run-times.md", "docs/kind-on-podman.md", "docs/existing-provider.md", "testdata/examples/README.md"} {
 		b, err := os.ReadFile(filepath.Join(repoRoot(), doc))
 		if err != nil {
 			t.Fatal(err)
