@@ -126,6 +126,23 @@ func (s *Server) Stop() error {
 // server B as "b" into one file is exactly a workstation whose current context
 // drifted from A to B, which the cluster guard's tests need.
 func (s *Server) WriteKubeconfig(path, contextName string) error {
+	return s.WriteKubeconfigFor(path, contextName, s.Config)
+}
+
+// AddUser makes a user of the server's own CA, name in groups, and returns
+// its REST config: RBAC then decides what it may (nothing, until a test
+// binds it a role).
+func (s *Server) AddUser(name string, groups ...string) (*rest.Config, error) {
+	u, err := s.env.AddUser(envtest.User{Name: name, Groups: groups}, s.Config)
+	if err != nil {
+		return nil, fmt.Errorf("apiserver: adding user %s: %w", name, err)
+	}
+	return u.Config(), nil
+}
+
+// WriteKubeconfigFor is WriteKubeconfig with the credentials of cfg (a
+// user of AddUser).
+func (s *Server) WriteKubeconfigFor(path, contextName string, cfg *rest.Config) error {
 	if contextName == "" {
 		return fmt.Errorf("WriteKubeconfig(%q): empty context name; accepted: any non-empty name", path)
 	}
@@ -140,9 +157,9 @@ func (s *Server) WriteKubeconfig(path, contextName string) error {
 	cluster.Server = s.Config.Host
 	cluster.CertificateAuthorityData = s.Config.CAData
 	user := clientcmdapi.NewAuthInfo()
-	user.ClientCertificateData = s.Config.CertData
-	user.ClientKeyData = s.Config.KeyData
-	user.Token = s.Config.BearerToken
+	user.ClientCertificateData = cfg.CertData
+	user.ClientKeyData = cfg.KeyData
+	user.Token = cfg.BearerToken
 	ctx := clientcmdapi.NewContext()
 	ctx.Cluster = contextName
 	ctx.AuthInfo = contextName

@@ -420,12 +420,22 @@ func (i *Installer) uninstallChart(ctx context.Context, c Chart) error {
 
 // helmConfig builds Helm's action configuration on the pinned REST config.
 func (i *Installer) helmConfig() (*action.Configuration, error) {
-	cfg := &action.Configuration{}
-	getter := &pinnedGetter{cfg: i.cfg, namespace: i.opts.Namespace}
-	if err := cfg.Init(getter, i.opts.Namespace, "secret", i.logf); err != nil {
+	return HelmConfiguration(i.cfg, i.opts.Namespace, i.logf)
+}
+
+// HelmConfiguration is Helm's action configuration for namespace on cfg
+// alone (no kubeconfig is read), its releases kept in Secrets as Helm's
+// CLI keeps them: what `helm get` and `helm install` would see.
+func HelmConfiguration(cfg *rest.Config, namespace string, logf func(string, ...any)) (*action.Configuration, error) {
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	out := &action.Configuration{}
+	getter := &pinnedGetter{cfg: rest.CopyConfig(cfg), namespace: namespace}
+	if err := out.Init(getter, namespace, "secret", logf); err != nil {
 		return nil, fmt.Errorf("istio: helm: %w", err)
 	}
-	return cfg, nil
+	return out, nil
 }
 
 // pinnedGetter hands Helm the run's pinned REST config. Helm's usual getter

@@ -52,6 +52,9 @@ func Markdown(w io.Writer, res *Results, reg *claims.Registry) error {
 	if env.SetUp > 0 {
 		p("| suite set-up | %s |\n", env.SetUp.Round(time.Second))
 	}
+	if env.ClusterChanges != "" {
+		p("| cluster inventory, before and after | %s (%s) |\n", cell(env.ClusterChanges), env.ClusterChangesFile)
+	}
 	for _, n := range env.Notes {
 		p("\n> %s\n", n)
 	}

@@ -86,6 +86,12 @@ type Environment struct {
 	// are read with it, a hand-built ztunnel's above all. Empty: no
 	// ambient install.
 	Ztunnel string `json:"ztunnel,omitempty"`
+	// ClusterChanges is what the inventories of a cluster the run did not
+	// create show before its first write and after its clean-up
+	// (inventory.Changes.Summary), ClusterChangesFile the file with every
+	// object and writer. Empty where the run created its cluster.
+	ClusterChanges     string `json:"cluster_changes,omitempty"`
+	ClusterChangesFile string `json:"cluster_changes_file,omitempty"`
 }
 
 // ProxyRan says which proxy a run's proxyv2 image carried.

@@ -30,6 +30,7 @@ import (
 	"github.com/meshclaims/meshclaims/framework/cluster"
 	"github.com/meshclaims/meshclaims/framework/config"
 	"github.com/meshclaims/meshclaims/framework/images"
+	"github.com/meshclaims/meshclaims/framework/inventory"
 	"github.com/meshclaims/meshclaims/framework/istio"
 	"github.com/meshclaims/meshclaims/framework/kube"
 	"github.com/meshclaims/meshclaims/framework/mode"
@@ -75,6 +76,9 @@ type Suite struct {
 	proxy    *proxyArchive
 	upCancel func()
 	upDone   chan struct{}
+	// inventoryBefore is the cluster before the first write
+	// (-provider=existing only; inventory.go).
+	inventoryBefore *inventory.Snapshot
 
 	downOnce sync.Once
 	downDone chan struct{}
@@ -251,6 +255,12 @@ func (s *Suite) up(ctx context.Context) error {
 		return err
 	}
 	if err := s.checkForeignIstio(ctx); err != nil {
+		return err
+	}
+	if err := s.checkAccess(ctx); err != nil {
+		return err
+	}
+	if err := s.takeInventoryBefore(ctx); err != nil {
 		return err
 	}
 
@@ -590,6 +600,19 @@ func (s *Suite) down(ctx context.Context, failed bool) error {
 	}
 	if err := provider.Delete(ctx); err != nil {
 		errs = append(errs, err)
+	}
+	// After every removal: what the run leaves of itself, and of what it
+	// found, is now on the cluster to be listed.
+	if changes, err := s.inventoryAfter(ctx); err != nil {
+		errs = append(errs, err)
+	} else if changes != nil && results != nil {
+		env.ClusterChanges = changes.Summary()
+		env.ClusterChangesFile = InventoryChangesFile
+		if err := results.SaveEnvironment(env); err != nil {
+			errs = append(errs, err)
+		} else if _, err := results.Rebuild(s.Registry); err != nil {
+			errs = append(errs, fmt.Errorf("report: %w", err))
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/meshclaims/meshclaims/fixtures"
+	"github.com/meshclaims/meshclaims/fixtures/workload/orderclient"
 	"github.com/meshclaims/meshclaims/framework/converge"
 	"github.com/meshclaims/meshclaims/framework/inventory"
 	"github.com/meshclaims/meshclaims/framework/localk8s"
@@ -70,6 +71,26 @@ func TestExistingProviderOnLocalCluster(t *testing.T) {
 	}
 	cs := kubernetes.NewForConfigOrDie(k.RESTConfig())
 	seedForeignObjects(t, cs, k.RESTConfig())
+	// With the sidecar runs, the cluster also runs someone's Istio from
+	// before the first run to after the last (their_istio_local_test.go).
+	sidecarFilter := os.Getenv("MESHCLAIMS_EXISTING_SIDECAR")
+	var their *theirIstio
+	var theirBefore theirState
+	var theirCalls orderclient.Stats
+	var rootCerts map[string]string
+	if sidecarFilter != "" {
+		their = seedTheirIstio(t, k.RESTConfig(), reg)
+		theirBefore = their.snapshot(t)
+		rootCerts = their.rootCerts(t)
+		if theirCalls, err = their.clientStats(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("their Istio: %d objects watched; their client has made %d calls, %d failed", len(theirBefore), theirCalls.Sent, theirCalls.Failed)
+	}
+	regBefore, err := reg.Catalog(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	before, err := inventory.Take(ctx, k.RESTConfig())
 	if err != nil {
@@ -106,7 +127,7 @@ func TestExistingProviderOnLocalCluster(t *testing.T) {
 	// A run id of its own: the refused run still writes its results
 	// directory (its report says why set-up stopped), which would hold the
 	// run id the real run needs.
-	refusedWithoutEnforcer(t, bin, append(slices.Clone(args), "-run-id="+run+"-no-enforcer"), reg)
+	refusedWithoutEnforcer(t, bin, append(slices.Clone(args), "-run-id="+run+"-no-enforcer"), reg, regBefore)
 	// The local cluster's kube-router is a host process, not a DaemonSet:
 	// declared, as a user of such a cluster declares it.
 	args = append(args, localEnforcer)
@@ -120,8 +141,8 @@ func TestExistingProviderOnLocalCluster(t *testing.T) {
 	if runErr != nil {
 		t.Errorf("-provider=existing run failed: %v", runErr)
 	}
-	if filter := os.Getenv("MESHCLAIMS_EXISTING_SIDECAR"); filter != "" {
-		runSidecarOnExisting(t, bin, k, reg, kc.CurrentContext, results, run+"-sidecar", scale, filter)
+	if sidecarFilter != "" {
+		runSidecarOnExisting(t, bin, k, reg, kc.CurrentContext, results, run+"-sidecar", scale, sidecarFilter, their, rootCerts)
 	}
 
 	after, err := inventory.Take(ctx, k.RESTConfig())
@@ -147,7 +168,13 @@ func TestExistingProviderOnLocalCluster(t *testing.T) {
 				others = append(others, w.String())
 			}
 		}
+		theirs, why := false, ""
+		if their != nil && len(others) > 0 {
+			theirs, why = their.theirWrite(ctx, o, rootCerts)
+		}
 		switch {
+		case theirs:
+			t.Logf("foreign object %s changed by their Istio: %s", o.Key(), why)
 		case len(others) > 0:
 			t.Errorf("foreign object %s written by %v", o.Key(), others)
 		case len(writers) == 0:
@@ -174,8 +201,28 @@ func TestExistingProviderOnLocalCluster(t *testing.T) {
 	if got := inventory.Keys(inventory.Compare(before, again).Added); !containsKey(got, "v1/configmaps team-payments/left-on-purpose") {
 		t.Errorf("detector blind: an object left on purpose is not reported; added = %v", got)
 	}
+	if their != nil {
+		// Their Istio after every run: unchanged, and their traffic flowed
+		// the whole time.
+		if d := diffTheirState(theirBefore, their.snapshot(t)); len(d) > 0 {
+			t.Errorf("their Istio or workload changed: %v", d)
+		}
+		calls, err := their.clientStats(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p := clientProblems(theirCalls, calls); len(p) > 0 {
+			t.Errorf("their traffic: %v", p)
+		}
+		t.Logf("their Istio unchanged (%d objects: releases' revisions, values and manifests, webhooks, Deployments, pods and restarts, namespaces' labels); "+
+			"their client made %d calls during the runs, all %d answered, %d failed",
+			len(theirBefore), calls.Sent-theirCalls.Sent, calls.Succeeded-theirCalls.Succeeded, calls.Failed-theirCalls.Failed)
+	}
 	if os.Getenv("MESHCLAIMS_EXISTING_DRIFT") != "0" {
 		checkDriftGuardOnRealPath(t, bin, k, reg, results)
+	}
+	if their != nil {
+		their.negativeControls(t, theirBefore)
 	}
 }
 
@@ -188,7 +235,7 @@ const localEnforcer = "-netpol-enforcer=kube-router (host process)"
 // must stop before it builds, pushes or writes anything, saying so. The
 // inventory compare at the end of the test covers the cluster; the
 // registry must still be empty.
-func refusedWithoutEnforcer(t *testing.T, bin string, args []string, reg *privateregistry.Registry) {
+func refusedWithoutEnforcer(t *testing.T, bin string, args []string, reg *privateregistry.Registry, regBefore []string) {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), "DOCKER_CONFIG="+reg.DockerConfigDir)
@@ -206,8 +253,8 @@ func refusedWithoutEnforcer(t *testing.T, bin string, args []string, reg *privat
 	if strings.Contains(string(out), "image: building") {
 		t.Errorf("the run built the workload image before refusing:\n%s", lastLinesOf(string(out), 40))
 	}
-	if cat, err := reg.Catalog(context.Background()); err != nil || len(cat) != 0 {
-		t.Errorf("registry after the refused run: %v, %v; want empty", cat, err)
+	if cat, err := reg.Catalog(context.Background()); err != nil || !slices.Equal(cat, regBefore) {
+		t.Errorf("registry after the refused run: %v, %v; want as before, %v", cat, err, regBefore)
 	}
 }
 

@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -83,31 +81,31 @@ func seedForeignGatewayCRDs(t *testing.T, rc *rest.Config) {
 
 // runSidecarOnExisting runs the sidecar mode's specs that filter selects on
 // the cluster the none run just used, as a second invocation of a release
-// qualification: Istio's images pushed to the private registry and pulled
-// by the node, Istio installed among the foreign objects (its Gateway API
-// CRDs left as they are) and removed afterwards. The caller's
-// after-inventory then covers both runs.
+// qualification, on a cluster that runs someone's Istio (their, seeded by
+// seedTheirIstio): Istio's images pushed to the private registry and
+// pulled by the node, the qualified Istio installed as a revision beside
+// theirs (-istio-revision) among the foreign objects (its Gateway API CRDs
+// left as they are) and removed afterwards. The caller's after-inventory
+// and their-Istio checks then cover both runs.
 //
-// First the clash a shared cluster can hold: an istio-system namespace of
-// someone else's, without Istio in it. The run must stop before its first
-// write to the cluster, naming it, and leave nothing (inventories before
-// and after that attempt, compared); the namespace is then removed (it is
-// the test's) and the real run follows.
-func runSidecarOnExisting(t *testing.T, bin string, k *localk8s.Cluster, reg *privateregistry.Registry, kubeContext, results, run, scale, filter string) {
+// First the run a user makes without knowing their Istio is there: it must
+// stop before its first write, naming their Istio and the ways on, and
+// leave nothing (inventories before and after that attempt, compared; a
+// change their own istiod made meanwhile is told apart by theirWrite).
+func runSidecarOnExisting(t *testing.T, bin string, k *localk8s.Cluster, reg *privateregistry.Registry, kubeContext, results, run, scale, filter string,
+	their *theirIstio, rootCerts map[string]string) {
 	t.Helper()
 	ctx := context.Background()
-	cs := kubernetes.NewForConfigOrDie(k.RESTConfig())
-	args := func(id string) []string {
-		return append([]string{"-mode=sidecar", "-provider=existing", "-kubeconfig=" + k.KubeconfigPath(), "-context=" + kubeContext,
+	args := func(id string, extra ...string) []string {
+		return append(append([]string{"-mode=sidecar", "-provider=existing", "-kubeconfig=" + k.KubeconfigPath(), "-context=" + kubeContext,
 			"-image-registry=" + reg.Host, "-image-registry-ca=" + reg.CAFile,
 			"-duration-scale=" + scale, "-fail-on=requirement", "-results=" + results, "-run-id=" + id,
-			"-ginkgo.v", "-ginkgo.label-filter=" + filter, localEnforcer}, istioArchiveFlags(t)...)
+			"-ginkgo.v", "-ginkgo.label-filter=" + filter, localEnforcer}, istioArchiveFlags(t)...), extra...)
 	}
-	exe := func(id string, out io.Writer) error {
+	exe := func(a []string, id string, out io.Writer) error {
 		if err := os.RemoveAll(filepath.Join(results, id)); err != nil {
 			t.Fatal(err)
 		}
-		a := args(id)
 		cmd := exec.Command(bin, a...)
 		cmd.Env = append(os.Environ(), "DOCKER_CONFIG="+reg.DockerConfigDir)
 		cmd.Stdout, cmd.Stderr = out, out
@@ -118,27 +116,24 @@ func runSidecarOnExisting(t *testing.T, bin string, k *localk8s.Cluster, reg *pr
 		return err
 	}
 
-	// The clash.
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: istio.DefaultNamespace, Labels: map[string]string{"team": "platform"}}}
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	// The namespace as the cluster completes it: kube-controller-manager
-	// adds its default ServiceAccount and kube-root-ca.crt a moment after
-	// the create. Taken before they exist, the inventory would count them
-	// as the refused run's (a rerun here found exactly those two "added").
-	awaitNamespaceFilled(t, cs, istio.DefaultNamespace)
+	// The default run, refused.
 	before, err := inventory.Take(ctx, k.RESTConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	clashErr := exe(run+"-clash", io.MultiWriter(os.Stdout, &out))
-	if clashErr == nil {
-		t.Errorf("the sidecar run passed with a foreign %s on the cluster", istio.DefaultNamespace)
+	refusedErr := exe(args(run+"-refused"), run+"-refused", io.MultiWriter(os.Stdout, &out))
+	if refusedErr == nil {
+		t.Errorf("the sidecar run passed over their Istio")
 	}
-	if !strings.Contains(out.String(), "namespace istio-system already exists without the "+istio.LabelManagedBy) {
-		t.Errorf("the run's output does not name the foreign istio-system namespace")
+	for _, w := range []string{"an Istio the run did not install runs on this cluster", "Helm release istio-system/istiod (chart istiod",
+		"Deployment istio-system/istiod (Istio revision default", "-istio-revision=NAME", "-istio-install=skip", "Nothing was written"} {
+		if !strings.Contains(out.String(), w) {
+			t.Errorf("the refusal does not say %q", w)
+		}
+	}
+	if strings.Contains(out.String(), "image: building") {
+		t.Errorf("the refused run built the workload image")
 	}
 	after, err := inventory.Take(ctx, k.RESTConfig())
 	if err != nil {
@@ -166,29 +161,20 @@ func runSidecarOnExisting(t *testing.T, bin string, k *localk8s.Cluster, reg *pr
 	}
 	for _, o := range d.Changed {
 		for _, w := range o.WritersSince(before.TakenAt) {
-			if !clusterComponents[w.Manager] {
-				t.Errorf("the refused run wrote %s (%v)", o.Key(), w)
+			if clusterComponents[w.Manager] {
+				continue
 			}
+			if ok, why := their.theirWrite(ctx, o, rootCerts); ok {
+				t.Logf("changed by their Istio while the refused run ran: %s (%s)", o.Key(), why)
+				continue
+			}
+			t.Errorf("the refused run wrote %s (%v)", o.Key(), w)
 		}
-	}
-	if err := cs.CoreV1().Namespaces().Delete(ctx, istio.DefaultNamespace, metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		_, err := cs.CoreV1().Namespaces().Get(ctx, istio.DefaultNamespace, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the seeded %s namespace is still there after 2 min: %v", istio.DefaultNamespace, err)
-		}
-		time.Sleep(time.Second)
 	}
 
-	// The real run.
-	if err := exe(run, os.Stdout); err != nil {
-		t.Errorf("-provider=existing -mode=sidecar run failed: %v", err)
+	// The qualification, beside their Istio.
+	if err := exe(args(run, "-istio-revision="+existingRevision), run, os.Stdout); err != nil {
+		t.Errorf("-provider=existing -mode=sidecar -istio-revision=%s run failed: %v", existingRevision, err)
 	}
 }
 
