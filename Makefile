@@ -183,9 +183,12 @@ e2e: ## run the suite on a kind cluster it creates: make e2e MODE=sidecar (needs
 # The local provider: a real single-node cluster from host processes (root).
 E2E_LOCAL_RUN ?= existing-none
 # The sidecar specs e2e-local also runs through -provider=existing on the
-# same cluster (a Ginkgo label filter; empty: none): Istio's images pushed
-# to the private registry, Istio installed among the foreign objects and
-# removed, after a foreign istio-system stops a first attempt before any write.
+# same cluster (a Ginkgo label filter; empty: none), which then also runs
+# someone's Istio (Helm releases of their own, a workload with sidecars and
+# a client calling it throughout): a first attempt is refused before any
+# write, then the qualified Istio is installed as revision qual beside
+# theirs from the private registry and removed, and their Istio is checked
+# unchanged with every call of their client answered.
 # Three requirement claims (mTLS in the mesh, plaintext refused, a 403 for
 # the wrong principal): Istio's install, injection and removal on a cluster
 # of other people's objects, in about 6 min. E2E_LOCAL_EXISTING_SIDECAR= skips it.
