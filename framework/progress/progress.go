@@ -203,9 +203,9 @@ func (p *Printer) SpecEnded(e Ended) {
 	switch {
 	case e.Verdict != "":
 		p.counts[e.Verdict]++
-		line := fmt.Sprintf("%s %s: measured %s; documented %s", n, e.Verdict, orDash(e.Measured), orDash(e.Documented))
+		line := fmt.Sprintf("%s %s: measured %s; documented %s", n, e.Verdict, oneLine(orDash(e.Measured)), oneLine(orDash(e.Documented)))
 		if e.Note != "" {
-			line += " (" + e.Note + ")"
+			line += " (" + oneLine(e.Note) + ")"
 		}
 		if e.Failure != "" {
 			line += "; failed: " + firstLine(e.Failure)
@@ -230,7 +230,7 @@ func (p *Printer) left() {
 	}
 	// The pace needs a plan of some length to be worth a figure: specs
 	// that only read a load another ran take well under a second.
-	if p.planned >= 10*time.Second && p.spent > 0 {
+	if p.planned >= 10*time.Second && p.spent > 0 && left > 0 {
 		pace := float64(p.spent) / float64(p.planned)
 		s += fmt.Sprintf("; at this run's pace so far (%.2fx the plan): %s", pace, Duration(time.Duration(float64(left)*pace)))
 	}
@@ -295,6 +295,9 @@ func Duration(d time.Duration) string {
 		return fmt.Sprintf("%.1fs", d.Round(100*time.Millisecond).Seconds())
 	}
 }
+
+// oneLine keeps a value on its line: a verdict line is one line.
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 func firstLine(s string) string {
 	s = strings.TrimSpace(s)

@@ -101,7 +101,7 @@ func TestSpecsCountAndTimeLeftShrinks(t *testing.T) {
 	p.Total(4)
 	p.SpecStarted("a [none]", "")
 	c.advance(2 * time.Minute)
-	p.SpecEnded(progress.Ended{Key: "a [none]", Verdict: "reproduced", Measured: "0 of 6000", Documented: "0"})
+	p.SpecEnded(progress.Ended{Key: "a [none]", Verdict: "reproduced", Measured: "0 of\n6000", Documented: "0"})
 	p.SpecStarted("b [sidecar]", "the b claim")
 	c.advance(3 * time.Second)
 	p.SpecEnded(progress.Ended{Key: "b [sidecar]", Verdict: "not reproduced", Measured: "4 of 6000 (0.07%)", Documented: "0", Note: "not gating: -fail-on=error"})
