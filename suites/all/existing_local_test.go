@@ -1,8 +1,10 @@
 package all
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,6 +24,7 @@ import (
 	"github.com/meshclaims/meshclaims/fixtures"
 	"github.com/meshclaims/meshclaims/framework/converge"
 	"github.com/meshclaims/meshclaims/framework/inventory"
+	"github.com/meshclaims/meshclaims/framework/junit"
 	"github.com/meshclaims/meshclaims/framework/localk8s"
 	"github.com/meshclaims/meshclaims/framework/privateregistry"
 	"github.com/meshclaims/meshclaims/framework/setup/setuptest"
@@ -112,13 +115,21 @@ func TestExistingProviderOnLocalCluster(t *testing.T) {
 	args = append(args, localEnforcer)
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), "DOCKER_CONFIG="+reg.DockerConfigDir)
-	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	var console bytes.Buffer
+	out := io.MultiWriter(os.Stdout, &console)
+	cmd.Stdout, cmd.Stderr = out, out
 	t.Logf("running %s %s", bin, strings.Join(args, " "))
 	start := time.Now()
 	runErr := cmd.Run()
 	t.Logf("the run ended after %v: %v", time.Since(start).Round(time.Second), runErr)
 	if runErr != nil {
 		t.Errorf("-provider=existing run failed: %v", runErr)
+	}
+	if err := checkConsole(console.String(), consoleRun); err != nil {
+		t.Errorf("the run's console output: %v", err)
+	}
+	if judged, err := junit.Check(filepath.Join(results, run, "junit.xml")); err != nil || judged == 0 {
+		t.Errorf("the run's junit.xml shows %d verdicts: %v", judged, err)
 	}
 	if filter := os.Getenv("MESHCLAIMS_EXISTING_SIDECAR"); filter != "" {
 		runSidecarOnExisting(t, bin, k, reg, kc.CurrentContext, results, run+"-sidecar", scale, filter)
