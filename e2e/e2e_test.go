@@ -202,13 +202,17 @@ var junitPath string
 // output unless -ginkgo.no-color, also where stdout is a pipe (go test's
 // own, a CI log, a file). Unless the flag is given, colour stays on only
 // for a terminal without NO_COLOR. Without -ginkgo.v, each spec's dot
-// gets a line of its own, so the progress lines never start after one.
+// gets a line of its own, so the progress lines never start after one,
+// and the specs a selection leaves out print nothing (an "S" line each).
 func plainOutput(c *types.ReporterConfig) {
 	if !flagSet("ginkgo.no-color") && (os.Getenv("NO_COLOR") != "" || !term.IsTerminal(int(os.Stdout.Fd()))) {
 		c.NoColor = true
 	}
 	if !flagSet("ginkgo.force-newlines") && !c.Verbosity().GTE(types.VerbosityLevelVerbose) {
 		c.ForceNewlines = true
+	}
+	if !flagSet("ginkgo.silence-skips") {
+		c.SilenceSkips = true
 	}
 }
 

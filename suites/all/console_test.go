@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meshclaims/meshclaims/framework/junit"
 	"github.com/meshclaims/meshclaims/framework/progress"
 )
 
@@ -44,6 +45,8 @@ var (
 	// Raw JSON as Ginkgo printed report entries: an object with a quoted
 	// key, or its "Report Entries" block.
 	rawJSON = regexp.MustCompile(`\{\s*"[A-Za-z_]+"\s*:|Report Entries`)
+	// Ginkgo's mark of a spec the selection left out, a line each.
+	skipLine = regexp.MustCompile(`(?m)^S$`)
 )
 
 // checkConsole returns what keeps out, a run's console output read from a
@@ -56,6 +59,9 @@ func checkConsole(out string, kind consoleOf) error {
 	}
 	if loc := rawJSON.FindStringIndex(out); loc != nil {
 		errs = append(errs, fmt.Errorf("raw JSON on the console: %q", excerpt(out, loc[0])))
+	}
+	if n := len(skipLine.FindAllString(out, -1)); n > 0 {
+		errs = append(errs, fmt.Errorf("%d lines of \"S\", one per spec the selection left out", n))
 	}
 	if kind != consoleDryRun {
 		if !phaseLine.MatchString(out) {
@@ -175,6 +181,15 @@ func TestConsoleOfADryRun(t *testing.T) {
 	if err := checkConsole(colour, consoleDryRun); err == nil || !strings.Contains(err.Error(), "colour codes") {
 		t.Errorf("colour asked for by flag: check = %v; want it to find colour codes", err)
 	}
+	// One claim of the README's examples: the specs left out print
+	// nothing, unless asked to by flag.
+	one := []string{"-ginkgo.label-filter=claim:latency.percentiles"}
+	if out := run(one...); checkConsole(out, consoleDryRun) != nil || !strings.Contains(out, "spec 1 of 2: latency.percentiles [none]") {
+		t.Errorf("one claim's dry run: %v\n%s", checkConsole(out, consoleDryRun), out)
+	}
+	if err := checkConsole(run(append(one, "-ginkgo.silence-skips=false")...), consoleDryRun); err == nil || !strings.Contains(err.Error(), `lines of "S"`) {
+		t.Errorf("skips asked for by flag: check = %v; want it to find the S lines", err)
+	}
 }
 
 // A run whose set-up fails at once (kind without a container engine)
@@ -193,6 +208,15 @@ func TestConsoleOfAFailedSetUp(t *testing.T) {
 	}
 	if !strings.Contains(string(out), "report: "+filepath.Join(results, "nokind", "report.md")) {
 		t.Errorf("the console does not name this run's report:\n%s", out)
+	}
+	// The JUnit report the run wrote (framework/junit): it reads, judges
+	// nothing, and keeps Ginkgo's record of the failed set-up.
+	path := filepath.Join(results, "nokind", "junit.xml")
+	if judged, err := junit.Check(path); err != nil || judged != 0 {
+		t.Errorf("junit.xml: %d judged, %v", judged, err)
+	}
+	if b, err := os.ReadFile(path); err != nil || !strings.Contains(string(b), `<failure message="set-up failed`) || !strings.Contains(string(b), `name="verdicts" value=""`) {
+		t.Errorf("junit.xml lacks the set-up failure or the verdict count (%v):\n%s", err, b)
 	}
 }
 
