@@ -51,6 +51,8 @@ type Printer struct {
 	spent, planned time.Duration
 	counts         map[string]int
 	failed         int
+	// began is when the run began (Total), for the end's wall time.
+	began time.Time
 }
 
 // New prints to out, reading the time from now (time.Now outside tests);
@@ -118,11 +120,14 @@ func (p *Printer) SetUpDone(err error) {
 	p.left()
 }
 
-// Total sets M in "spec N of M": the specs the run will run.
+// Total sets M in "spec N of M", the specs the run will run (Ginkgo says
+// how many just before), and prints the time the plan gives the run.
 func (p *Printer) Total(m int) {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.total = m
-	p.mu.Unlock()
+	p.began = p.now()
+	p.left()
 }
 
 // SpecStarted prints "spec N of M: <claim> [<mode>]" for the spec keyed
@@ -252,10 +257,14 @@ func (p *Printer) Finished(report string) {
 	if len(parts) == 0 {
 		parts = []string{"none"}
 	}
+	after := ""
+	if !p.began.IsZero() {
+		after = " after " + Duration(p.now().Sub(p.began))
+	}
 	if p.setUpFailed && p.started == 0 {
-		p.line("finished: the set-up failed, so none of the %d specs ran", p.total)
+		p.line("finished%s: the set-up failed, so none of the %d specs ran", after, p.total)
 	} else {
-		p.line("finished: %d of %d specs ran; verdicts: %s", p.started, p.total, strings.Join(parts, ", "))
+		p.line("finished%s: %d of %d specs ran; verdicts: %s", after, p.started, p.total, strings.Join(parts, ", "))
 	}
 	if report != "" {
 		p.line("report: %s", report)

@@ -85,7 +85,7 @@ func TestSetUpFailureIsOneLine(t *testing.T) {
 	}
 	p.Total(12)
 	p.Finished("results/r1/report.md")
-	if !strings.Contains(out.String(), "finished: the set-up failed, so none of the 12 specs ran\n") {
+	if !strings.Contains(out.String(), "finished after 0s: the set-up failed, so none of the 12 specs ran\n") {
 		t.Errorf("got\n%s", out.String())
 	}
 }
@@ -97,8 +97,8 @@ func TestSpecsCountAndTimeLeftShrinks(t *testing.T) {
 	var out bytes.Buffer
 	pl := plan{specs: map[string]time.Duration{"a [none]": time.Minute, "b [sidecar]": 2 * time.Minute, "c [sidecar]": 4 * time.Minute}, unknown: []string{"d [sidecar]"}}
 	p := progress.New(&out, c.now, pl)
-	p.SetUpDone(nil)
 	p.Total(4)
+	p.SetUpDone(nil)
 	p.SpecStarted("a [none]", "")
 	c.advance(2 * time.Minute)
 	p.SpecEnded(progress.Ended{Key: "a [none]", Verdict: "reproduced", Measured: "0 of\n6000", Documented: "0"})
@@ -119,7 +119,7 @@ func TestSpecsCountAndTimeLeftShrinks(t *testing.T) {
 		"10:02:00 spec 2 of 4: b [sidecar] the b claim (planned 2m0s)\n",
 		"10:02:03 spec 2 of 4 done in 3.0s: b [sidecar] not reproduced: measured 4 of 6000 (0.07%); documented 0 (not gating: -fail-on=error)\n",
 		"10:02:04 spec 3 of 4 done in 1.0s: d [sidecar] failed without a verdict: the measurement itself failed ...\n",
-		"finished: 3 of 4 specs ran; verdicts: 1 reproduced, 1 not reproduced, 1 without a verdict\n",
+		"finished after 2m4s: 3 of 4 specs ran; verdicts: 1 reproduced, 1 not reproduced, 1 without a verdict\n",
 		"report: results/r1/report.md\n",
 	} {
 		if !strings.Contains(s, w) {
