@@ -365,8 +365,9 @@ func modeNames(ms []mode.Mode) []string {
 }
 
 // The end of the run on the console: the verdict counts and where the
-// report is. Declared last but one, after every node that can fail the
-// suite, so the counts and the JUnit report below include them.
+// report is. This and the JUnit report are declared after every other
+// node, so the report includes a failure of the "something was selected"
+// check.
 var _ = ReportAfterSuite("progress", func(r Report) {
 	if r.SuiteConfig.DryRun {
 		return
