@@ -5,6 +5,8 @@ import (
 	"errors"
 	"flag"
 	"io"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -85,8 +87,8 @@ func TestUsageListsTheSuiteFirst(t *testing.T) {
 // names the go test command instead. A binary of one's own is named as run.
 func TestHelpHintUnderGoTest(t *testing.T) {
 	for name, want := range map[string]string{
-		"/tmp/go-build3920192/b001/e2e.test": "go test ./e2e -args -h lists the flags",
-		"./e2e.test":                         "./e2e.test -h lists the flags",
+		filepath.Join(os.TempDir(), "go-build3920192", "b001", "e2e.test"): "go test ./e2e -args -h lists the flags",
+		"./e2e.test": "./e2e.test -h lists the flags",
 	} {
 		g := flag.NewFlagSet(name, flag.ContinueOnError)
 		fs := Isolate(g, flag.NewFlagSet("ours", flag.ContinueOnError))
