@@ -213,7 +213,14 @@ func (p *Printer) SpecEnded(e Ended) {
 			line += " (" + oneLine(e.Note) + ")"
 		}
 		if e.Failure != "" {
-			line += "; failed: " + firstLine(e.Failure)
+			// The gate's failure restates the claim and verdict: its
+			// reason is what the line lacks.
+			first, _, _ := strings.Cut(strings.TrimSpace(e.Failure), "\n")
+			if r, ok := strings.CutPrefix(first, e.Key+" "+e.Verdict+": "); ok {
+				line += "; the spec fails on it: " + r
+			} else {
+				line += "; failed: " + firstLine(e.Failure)
+			}
 		}
 		p.line("%s", line)
 	default:

@@ -105,6 +105,9 @@ func TestSpecsCountAndTimeLeftShrinks(t *testing.T) {
 	p.SpecStarted("b [sidecar]", "the b claim")
 	c.advance(3 * time.Second)
 	p.SpecEnded(progress.Ended{Key: "b [sidecar]", Verdict: "not reproduced", Measured: "4 of 6000 (0.07%)", Documented: "0", Note: "not gating: -fail-on=error"})
+	p.SpecStarted("c [sidecar]", "")
+	p.SpecEnded(progress.Ended{Key: "c [sidecar]", Verdict: "not reproduced", Measured: "9 of 6000", Documented: "0",
+		Failure: "c [sidecar] not reproduced: 9 of 6000 excludes 0\n  documented: 0\n  measured: 9 of 6000"})
 	p.SpecStarted("d [sidecar]", "")
 	c.advance(time.Second)
 	p.SpecEnded(progress.Ended{Key: "d [sidecar]", Failure: "the measurement itself failed\nstack"})
@@ -118,8 +121,9 @@ func TestSpecsCountAndTimeLeftShrinks(t *testing.T) {
 		"10:02:00 time left by the plan: 6m0s (1 costs unknown, not included); at this run's pace so far (2.00x the plan): 12m0s\n",
 		"10:02:00 spec 2 of 4: b [sidecar] the b claim (planned 2m0s)\n",
 		"10:02:03 spec 2 of 4 done in 3.0s: b [sidecar] not reproduced: measured 4 of 6000 (0.07%); documented 0 (not gating: -fail-on=error)\n",
-		"10:02:04 spec 3 of 4 done in 1.0s: d [sidecar] failed without a verdict: the measurement itself failed ...\n",
-		"finished after 2m4s: 3 of 4 specs ran; verdicts: 1 reproduced, 1 not reproduced, 1 without a verdict\n",
+		"10:02:03 spec 3 of 4 done in 0s: c [sidecar] not reproduced: measured 9 of 6000; documented 0; the spec fails on it: 9 of 6000 excludes 0\n",
+		"10:02:04 spec 4 of 4 done in 1.0s: d [sidecar] failed without a verdict: the measurement itself failed ...\n",
+		"finished after 2m4s: 4 of 4 specs ran; verdicts: 1 reproduced, 2 not reproduced, 1 without a verdict\n",
 		"report: results/r1/report.md\n",
 	} {
 		if !strings.Contains(s, w) {
