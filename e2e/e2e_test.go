@@ -5,8 +5,10 @@
 //	go test ./e2e -mode=sidecar -ginkgo.dry-run -ginkgo.v   # list the specs (and the plan)
 //	go test ./e2e -mode=none,sidecar -plan                  # the plan: loads, durations, estimated total
 //
-// Flags are validated before anything touches a cluster; the run ends with
-// junit.xml, results.json and report.md in the results directory.
+// Flags are validated before anything touches a cluster; the run prints its
+// progress as it goes (set-up phases, "spec N of M", one verdict line per
+// spec, the time left by the plan) and ends with junit.xml, results.json
+// and report.md in the results directory.
 package e2e
 
 import (
@@ -14,6 +16,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -22,7 +25,9 @@ import (
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
+	"github.com/onsi/ginkgo/v2/types"
 	. "github.com/onsi/gomega"
+	"golang.org/x/term"
 
 	"github.com/meshclaims/meshclaims"
 	"github.com/meshclaims/meshclaims/fixtures"
@@ -30,7 +35,9 @@ import (
 	"github.com/meshclaims/meshclaims/framework/cleanup"
 	"github.com/meshclaims/meshclaims/framework/config"
 	"github.com/meshclaims/meshclaims/framework/evidence"
+	"github.com/meshclaims/meshclaims/framework/junit"
 	"github.com/meshclaims/meshclaims/framework/mode"
+	"github.com/meshclaims/meshclaims/framework/progress"
 	"github.com/meshclaims/meshclaims/framework/report"
 	"github.com/meshclaims/meshclaims/framework/setup"
 	"github.com/meshclaims/meshclaims/framework/spec"
@@ -169,10 +176,55 @@ func TestE2E(t *testing.T) {
 		// setups (600 s rollouts per mode and hardening) takes longer.
 		suiteCfg.Timeout = liveTimeout
 	}
-	if repCfg.JUnitReport == "" && !suiteCfg.DryRun {
-		repCfg.JUnitReport = filepath.Join(cfg.ResultsDir, "junit.xml")
+	// The JUnit report is written by junit.Write (each spec's verdict
+	// readable), where -ginkgo.junit-report says or in the results.
+	junitPath = repCfg.JUnitReport
+	if junitPath == "" && !suiteCfg.DryRun {
+		junitPath = filepath.Join(cfg.ResultsDir, "junit.xml")
 	}
+	repCfg.JUnitReport = ""
+	plainOutput(&repCfg)
+	budget, err := spec.Budget(context.Background(), selected, &spec.Env{Config: cfg, Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	console = progress.New(progressOut(repCfg), time.Now, budget)
 	RunSpecs(t, description(), suiteCfg, repCfg)
+}
+
+// console prints the run's progress as it happens (framework/progress).
+var console *progress.Printer
+
+// junitPath is where the run's JUnit report goes ("" in a dry run).
+var junitPath string
+
+// plainOutput keeps colour codes out of logs and files: Ginkgo colours its
+// output unless -ginkgo.no-color, also where stdout is a pipe (go test's
+// own, a CI log, a file). Unless the flag is given, colour stays on only
+// for a terminal without NO_COLOR. Without -ginkgo.v, each spec's dot
+// gets a line of its own, so the progress lines never start after one,
+// and the specs a selection leaves out print nothing (an "S" line each).
+func plainOutput(c *types.ReporterConfig) {
+	if !flagSet("ginkgo.no-color") && (os.Getenv("NO_COLOR") != "" || !term.IsTerminal(int(os.Stdout.Fd()))) {
+		c.NoColor = true
+	}
+	if !flagSet("ginkgo.force-newlines") && !c.Verbosity().GTE(types.VerbosityLevelVerbose) {
+		c.ForceNewlines = true
+	}
+	if !flagSet("ginkgo.silence-skips") {
+		c.SilenceSkips = true
+	}
+}
+
+// progressOut is where progress lines go: straight to stdout, since
+// Ginkgo holds GinkgoWriter's output back to the end of each node unless
+// -ginkgo.v, and also to GinkgoWriter, so the JUnit report keeps them
+// with their spec. Under -ginkgo.v GinkgoWriter writes to stdout itself.
+func progressOut(c types.ReporterConfig) io.Writer {
+	if c.Verbosity().GTE(types.VerbosityLevelVerbose) {
+		return GinkgoWriter
+	}
+	return io.MultiWriter(os.Stdout, GinkgoWriter)
 }
 
 // stopInterruptWatch ends the watch for Ctrl-C/SIGTERM set up before Up.
@@ -182,7 +234,8 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	// Published before Up runs: Ginkgo runs the after-all after an interrupt
 	// even when Up has not returned, and Down then finds the provider and
 	// cleaner as soon as each exists.
-	suite = setup.New(cfg, reg, GinkgoWriter)
+	suite = setup.New(cfg, reg, console)
+	suite.Phase = console.Phase
 	suite.NetPolSpecs = netPolSpecs
 	suite.Selected = selected
 	// Ginkgo's own interrupt handling waits out its grace period for Up and
@@ -199,7 +252,9 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	stopInterruptWatch = func() { unsubscribe(); stop() }
 	// Fail, not Gomega's Succeed: that prints the error three times (its
 	// message, its type's dump and the wrapped errors' fields).
-	if err := suite.Up(ctx); err != nil {
+	err := suite.Up(ctx)
+	console.SetUpDone(err)
+	if err != nil {
 		Fail(fmt.Sprintf("set-up failed (the report in %s says so too): %v", cfg.ResultsDir, err))
 	}
 }, NodeTimeout(time.Hour))
@@ -229,6 +284,24 @@ var _ = ReportAfterEach(func(r SpecReport) {
 	if r.Failed() {
 		anyFailed = true
 	}
+	if r.State.Is(types.SpecStateSkipped|types.SpecStatePending) || r.LeafNodeType != types.NodeTypeIt || flagSet("ginkgo.dry-run") {
+		return
+	}
+	console.SpecEnded(spec.EndedOf(r))
+})
+
+// "spec N of M" as each spec starts; M counts the specs the run will run.
+var _ = ReportBeforeSuite(func(r Report) {
+	console.Total(r.PreRunStats.SpecsThatWillRun)
+})
+
+var _ = ReportBeforeEach(func(r SpecReport) {
+	if r.State.Is(types.SpecStateSkipped | types.SpecStatePending) {
+		return
+	}
+	if key, title, ok := spec.KeyOf(r); ok {
+		console.SpecStarted(key, title)
+	}
 })
 
 // evidenceCollected counts the specs that collected evidence, for -evidence-max.
@@ -244,28 +317,33 @@ var _ = JustAfterEach(func(ctx SpecContext) {
 	if suite == nil || suite.Cluster == nil || r == nil {
 		return
 	}
+	// The entries are for the JUnit report; the console gets one line.
 	want, why := evidence.Wanted(CurrentSpecReport().Failed(), r.Judged(), evidenceCollected, cfg.EvidenceMax)
 	if !want {
 		if why != "" {
-			AddReportEntry("evidence skipped", why)
+			AddReportEntry("evidence skipped", why, ReportEntryVisibilityNever)
+			r.Logf("evidence skipped: %s", why)
 		}
 		return
 	}
 	evidenceCollected++
-	AddReportEntry("evidence reason", why)
+	AddReportEntry("evidence reason", why, ReportEntryVisibilityNever)
 	name := report.Name(r.Claim.ID, string(r.Mode))
 	dir, err := suite.Results.EvidencePath(name)
 	if err != nil {
-		AddReportEntry("evidence error", err.Error())
+		AddReportEntry("evidence error", err.Error(), ReportEntryVisibilityNever)
+		r.Logf("evidence (%s) not collected: %v", why, err)
 		return
 	}
 	files, err := evidence.Collect(ctx, suite.Cluster.Kube, dir, suite.Results.Path, append(r.Namespaces(), fixtures.OutsideNamespace)...)
 	for _, f := range files {
 		r.AddEvidence(f)
 	}
-	AddReportEntry("evidence", strings.Join(files, "\n"))
+	AddReportEntry("evidence", strings.Join(files, "\n"), ReportEntryVisibilityNever)
+	r.Logf("evidence (%s): %d files in %s", why, len(files), dir)
 	if err != nil {
-		AddReportEntry("evidence gaps", err.Error())
+		AddReportEntry("evidence gaps", err.Error(), ReportEntryVisibilityNever)
+		r.Logf("evidence gaps: %v", err)
 	}
 }, NodeTimeout(5*time.Minute))
 
@@ -285,3 +363,28 @@ func modeNames(ms []mode.Mode) []string {
 	}
 	return s
 }
+
+// The end of the run on the console: the verdict counts and where the
+// report is. This and the JUnit report are declared after every other
+// node, so the report includes a failure of the "something was selected"
+// check.
+var _ = ReportAfterSuite("progress", func(r Report) {
+	if r.SuiteConfig.DryRun {
+		return
+	}
+	where := ""
+	if suite != nil && suite.Results != nil {
+		where = filepath.Join(suite.Results.Path, "report.md") + " (and report.html beside it)"
+	}
+	console.Finished(where)
+})
+
+// The JUnit report, with each judged spec's verdict readable (junit.Write).
+var _ = ReportAfterSuite("junit", func(r Report) {
+	if junitPath == "" {
+		return
+	}
+	if err := junit.Write(r, junitPath); err != nil {
+		Fail(fmt.Sprintf("JUnit report %s: %v", junitPath, err))
+	}
+})

@@ -4,11 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strings"
-	"text/tabwriter"
+	"slices"
 
 	"github.com/meshclaims/meshclaims/framework/claims"
 	"github.com/meshclaims/meshclaims/framework/mode"
+	"github.com/meshclaims/meshclaims/framework/verdict"
 )
 
 func runClaims(args []string, stdout, stderr io.Writer) int {
@@ -57,15 +57,21 @@ func runClaims(args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tKIND\tMETRIC\tMODES\tSOURCE")
-	for _, c := range list {
-		ms := make([]string, len(c.Modes))
-		for i, m := range c.Modes {
-			ms[i] = string(m)
+	// One block per claim: a table cannot hold the titles and documented
+	// values, which are what a person picking a claim needs.
+	for i, c := range list {
+		if i > 0 {
+			fmt.Fprintln(stdout)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s %s\n", c.ID, c.Kind, c.Metric, strings.Join(ms, ","), c.Source.Doc, c.Source.Section)
+		fmt.Fprintf(stdout, "%s: %s\n", c.ID, c.Title)
+		fmt.Fprintf(stdout, "  %s, metric %s; source %s %s\n", c.Kind, c.Metric, c.Source.Doc, c.Source.Section)
+		for _, m := range c.Modes {
+			if !slices.Contains(modes, m) {
+				continue
+			}
+			fmt.Fprintf(stdout, "  %-11s documented %s\n", string(m)+":", verdict.DocumentedText(c, m))
+		}
 	}
-	tw.Flush()
+	fmt.Fprintf(stdout, "\n%d claims for -mode %s (meshclaims claims --json for every field)\n", len(list), *modeFlag)
 	return 0
 }

@@ -33,12 +33,18 @@ func runDiff(args []string, stdout, stderr io.Writer) int {
 	}
 	var runs [2]*report.Results
 	for i, p := range pos {
+		dir := filepath.Dir(p)
 		if st, err := os.Stat(p); err == nil && st.IsDir() {
-			p = filepath.Join(p, "results.json")
+			dir, p = p, filepath.Join(p, "results.json")
 		}
 		res, err := report.LoadResults(p)
 		if err != nil {
 			fmt.Fprintf(stderr, "diff: cannot compare: %v\n", err)
+			// A results directory keeps the records results.json is
+			// judged from: report rebuilds the file.
+			if _, oerr := report.Open(dir); oerr == nil {
+				fmt.Fprintf(stderr, "diff: %s is a results directory: `meshclaims report %s` rebuilds its results.json from the run's records with this meshclaims; then diff again\n", dir, dir)
+			}
 			return 2
 		}
 		runs[i] = res

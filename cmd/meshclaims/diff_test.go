@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -120,5 +121,35 @@ func TestDiffOfRealRuns(t *testing.T) {
 	}
 	if code, _, errs := runCLI("diff", "--fail-on=worse", old, cur); code != 2 || !strings.Contains(errs, "accepted: none, regression, change") {
 		t.Errorf("bad --fail-on: exit %d, stderr %q", code, errs)
+	}
+}
+
+// A results.json diff cannot read (broken, or of another schema) in a
+// results directory: diff says that report rebuilds it, and after report
+// the same diff compares. A results.json outside a results directory has
+// no records to rebuild from, and gets no such advice.
+func TestDiffOfABrokenRunSuggestsReport(t *testing.T) {
+	base := t.TempDir()
+	old := realRun(t, filepath.Join(base, "old"), reporttest.Run{ID: "old"})
+	cur := realRun(t, filepath.Join(base, "new"), reporttest.Run{ID: "new"})
+	if err := os.WriteFile(filepath.Join(cur, "results.json"), []byte(`{"schema_version": 1, "entries": [`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs := runCLI("diff", old, cur)
+	if code != 2 || !strings.Contains(errs, "cannot compare") || !strings.Contains(errs, "`meshclaims report "+cur+"` rebuilds its results.json") {
+		t.Fatalf("diff of a broken run: exit %d, stderr %q", code, errs)
+	}
+	code, out, errs := runCLI("report", "--file", registry, cur)
+	if code != 0 || strings.Contains(out, "map[") || !regexp.MustCompile(`entries \(\d+ (reproduced|not reproduced|inconclusive|recorded)(, \d+ [a-z ]+)*\)`).MatchString(out) {
+		t.Fatalf("report: exit %d, stdout %q, stderr %q; want the counts in words", code, out, errs)
+	}
+	if code, _, errs := runCLI("diff", old, cur); code != 0 {
+		t.Fatalf("diff after report: exit %d, stderr %q", code, errs)
+	}
+	// Negative control: a lone broken results.json.
+	lone := copyRun(t, old, filepath.Join(base, "lone"), func(string) string { return "{" })
+	code, _, errs = runCLI("diff", old, filepath.Join(lone, "results.json"))
+	if code != 2 || strings.Contains(errs, "meshclaims report") {
+		t.Errorf("diff of a lone broken results.json: exit %d, stderr %q; want no report advice", code, errs)
 	}
 }

@@ -53,6 +53,12 @@ func TestClaimsListByMode(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "kubeproxy.service-scale") || strings.Contains(out, "mtls.plaintext-blocked") {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}
+	// Each claim with its title and what it documents per mode.
+	for _, want := range []string{"kubeproxy.service-scale: time until a new Service answers", "  none:       documented "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("claims --mode none lacks %q:\n%s", want, out)
+		}
+	}
 	code, _, errs := runCLI("claims", "--file", registry, "--mode", "bogus")
 	if code != 2 || !strings.Contains(errs, `unknown mode "bogus"`) {
 		t.Fatalf("exit %d, stderr %q", code, errs)

@@ -36,7 +36,7 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "report:", err)
 		return 1
 	}
-	fmt.Fprintf(stdout, "%s, %s, %s: %d entries (%v)\n", filepath.Join(d.Path, "results.json"), filepath.Join(d.Path, "report.md"), filepath.Join(d.Path, "report.html"), len(res.Entries), res.Summary)
+	fmt.Fprintf(stdout, "%s, %s, %s: %d entries (%s)\n", filepath.Join(d.Path, "results.json"), filepath.Join(d.Path, "report.md"), filepath.Join(d.Path, "report.html"), len(res.Entries), report.SummaryText(res.Summary))
 	if missing := report.Missing(res, reg); *complete && len(missing) > 0 {
 		fmt.Fprintf(stderr, "report: %d claim(s) not measured: %s\n", len(missing), strings.Join(missing, ", "))
 		return 1

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/meshclaims/meshclaims/framework/claims"
 	"github.com/meshclaims/meshclaims/framework/fortioresult"
@@ -48,7 +49,7 @@ type envField struct{ Key, Value string }
 // shownEnv are the environment.json keys the template names.
 var shownEnv = map[string]bool{"run_id": true, "started": true, "finished": true, "provider": true, "cluster": true,
 	"kubernetes": true, "node_image": true, "istio": true, "fortio": true, "modes": true, "duration_scale": true,
-	"repeats": true, "registry": true, "notes": true, "setup_error": true}
+	"repeats": true, "registry": true, "notes": true, "setup_error": true, "planned_ns": true, "set_up_ns": true}
 
 // otherEnv lists env's fields that the template does not name, so a field
 // added to Environment shows up in the report without a template change.
@@ -67,8 +68,12 @@ func otherEnv(env Environment) []envField {
 			continue
 		}
 		var str string
+		var ns int64
 		if json.Unmarshal(v, &str) == nil {
 			out = append(out, envField{k, str})
+		} else if strings.HasSuffix(k, "_ns") && json.Unmarshal(v, &ns) == nil {
+			// A duration, stored in nanoseconds: shown as one.
+			out = append(out, envField{strings.TrimSuffix(k, "_ns"), time.Duration(ns).Round(time.Millisecond).String()})
 		} else {
 			out = append(out, envField{k, string(v)})
 		}
@@ -260,12 +265,14 @@ func resultClass(r verdict.Result) string {
 }
 
 var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
-	"anchor": anchor,
-	"short":  short,
-	"mark":   func(r verdict.Result) string { return string(r) }, // words: headless browsers often lack an emoji font
-	"class":  resultClass,
-	"utc":    func(t interface{ Format(string) string }) string { return t.Format("2006-01-02 15:04:05Z07:00") },
-	"count":  func(m map[verdict.Result]int, r string) int { return m[verdict.Result(r)] },
+	"anchor":  anchor,
+	"short":   short,
+	"mark":    func(r verdict.Result) string { return string(r) }, // words: headless browsers often lack an emoji font
+	"class":   resultClass,
+	"utc":     func(t interface{ Format(string) string }) string { return t.Format("2006-01-02 15:04:05Z07:00") },
+	"count":   func(m map[verdict.Result]int, r string) int { return m[verdict.Result(r)] },
+	"wall":    wallTime,
+	"seconds": func(d time.Duration) string { return d.Round(time.Second).String() },
 }).Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -315,6 +322,8 @@ figure { margin: 0; } figcaption { font-size: 85%; color: #555; max-width: 40em;
 <tr><th>registry</th><td>{{.Env.Registry}}</td></tr>
 {{if not .Env.Started.IsZero}}<tr><th>started</th><td>{{utc .Env.Started.UTC}}</td></tr>{{end}}
 {{if not .Env.Finished.IsZero}}<tr><th>finished</th><td>{{utc .Env.Finished.UTC}}</td></tr>{{end}}
+{{if .Env.Planned}}<tr><th>wall time, planned / actual</th><td>{{wall .Env}} (plan.txt)</td></tr>{{end}}
+{{if .Env.SetUp}}<tr><th>suite set-up</th><td>{{seconds .Env.SetUp}}</td></tr>{{end}}
 {{range .EnvOther}}<tr><th>{{.Key}}</th><td><code>{{.Value}}</code></td></tr>
 {{end}}</table>
 {{range .Env.Notes}}<p class="note">{{.}}</p>{{end}}

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/meshclaims/meshclaims/framework/claims/claimstest"
 	"github.com/meshclaims/meshclaims/framework/report"
@@ -175,5 +176,28 @@ func TestOtherEnvironmentFieldsShown(t *testing.T) {
 	}
 	if strings.Count(b.String(), "<th>provider</th>") != 1 || strings.Contains(b.String(), "<th>run_id</th>") {
 		t.Errorf("known fields repeated:\n%s", b.String())
+	}
+}
+
+// Durations are shown as durations, not as the nanoseconds environment.json
+// stores (planned_ns 147500000000, set_up_ns 16534000000).
+func TestEnvironmentDurationsReadable(t *testing.T) {
+	var b strings.Builder
+	start := time.Date(2026, 12, 7, 4, 0, 0, 0, time.UTC)
+	res := &report.Results{Environment: report.Environment{RunID: "x", Provider: "kind", Started: start, Finished: start.Add(408 * time.Second),
+		Planned: 147500 * time.Millisecond, SetUp: 16534 * time.Millisecond}}
+	if err := report.HTML(&b, t.TempDir(), res, nil); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	for _, want := range []string{"<th>wall time, planned / actual</th><td>2m28s / 6m48s (plan.txt)</td>", "<th>suite set-up</th><td>17s</td>"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("report.html lacks %q", want)
+		}
+	}
+	for _, raw := range []string{"147500000000", "16534000000", "planned_ns", "set_up_ns"} {
+		if strings.Contains(page, raw) {
+			t.Errorf("report.html shows %q raw", raw)
+		}
 	}
 }

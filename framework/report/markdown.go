@@ -43,11 +43,7 @@ func Markdown(w io.Writer, res *Results, reg *claims.Registry) error {
 		p("| finished | %s |\n", env.Finished.UTC().Format("2006-01-02 15:04:05Z"))
 	}
 	if env.Planned > 0 {
-		actual := "unfinished"
-		if !env.Finished.IsZero() {
-			actual = env.Finished.Sub(env.Started).Round(time.Second).String()
-		}
-		p("| wall time, planned / actual | %s / %s (plan.txt) |\n", env.Planned.Round(time.Second), actual)
+		p("| wall time, planned / actual | %s (plan.txt) |\n", wallTime(env))
 	}
 	if env.SetUp > 0 {
 		p("| suite set-up | %s |\n", env.SetUp.Round(time.Second))
@@ -274,4 +270,13 @@ func loadsTable(p func(string, ...any), entries []Entry, reg *claims.Registry) {
 	for _, r := range rows {
 		p("%s", r)
 	}
+}
+
+// wallTime is the run's planned wall time against its actual one.
+func wallTime(env Environment) string {
+	actual := "unfinished"
+	if !env.Finished.IsZero() {
+		actual = env.Finished.Sub(env.Started).Round(time.Second).String()
+	}
+	return env.Planned.Round(time.Second).String() + " / " + actual
 }

@@ -63,6 +63,9 @@ type Suite struct {
 	NetPolSpecs []string
 	// Selected are the specs the selection runs (spec.Env.Selected).
 	Selected []spec.Planned
+	// Phase, when set, is told as each part of the set-up begins (the
+	// console prints each with its duration: progress.Printer.Phase).
+	Phase func(name string)
 
 	out io.Writer
 
@@ -186,6 +189,7 @@ var errTornDown = errors.New("tear-down started (interrupt or after-all)")
 
 func (s *Suite) up(ctx context.Context) error {
 	cfg, reg := s.Cfg, s.Registry
+	s.phase("results directory and checks")
 	results, envInfo, err := Results(cfg, reg)
 	s.mu.Lock()
 	s.Results, s.envInfo = results, envInfo
@@ -201,6 +205,7 @@ func (s *Suite) up(ctx context.Context) error {
 		return err
 	}
 
+	s.phase("cluster")
 	// 1. The cluster, pinned once. cluster.Setup is e2e-framework's env.Func.
 	// The provider is published before it starts: an interrupt during a
 	// kind create must still delete the cluster.
@@ -265,6 +270,7 @@ func (s *Suite) up(ctx context.Context) error {
 	}
 
 	// 2. The workload image, built here and loaded into the nodes (or pushed).
+	s.phase("workload image")
 	arch, err := nodeArch(ctx, k)
 	if err != nil {
 		return err
@@ -304,12 +310,14 @@ func (s *Suite) up(ctx context.Context) error {
 		if err := s.checkSidecarImage(cfg.Modes); err != nil {
 			return err
 		}
+		s.phase("istio")
 		if err := s.InstallIstio(ctx, p); err != nil {
 			return err
 		}
 	}
 
 	// 4. Workloads: every mode's namespace, the baseline and the outside client.
+	s.phase("workloads")
 	var objs []client.Object
 	for _, m := range Modes(cfg.Modes) {
 		set, err := fixtures.ForMode(m, opts)
@@ -359,7 +367,7 @@ func (s *Suite) up(ctx context.Context) error {
 	if err := s.Results.SaveEnvironment(env); err != nil {
 		return err
 	}
-	s.Env = &spec.Env{Config: cfg, Registry: reg, Results: s.Results, Cluster: mesh, Where: where, Proxy: env.Proxy.Summary(), WaypointProxy: env.Proxy.SummaryFor(mode.AmbientL7), NoSidecarHBONE: s.noSidecarHBONE(), Selected: s.Selected, Note: s.note}
+	s.Env = &spec.Env{Config: cfg, Registry: reg, Results: s.Results, Cluster: mesh, Where: where, Proxy: env.Proxy.Summary(), WaypointProxy: env.Proxy.SummaryFor(mode.AmbientL7), NoSidecarHBONE: s.noSidecarHBONE(), Selected: s.Selected, Note: s.note, Out: s.out}
 	return nil
 }
 
@@ -566,7 +574,7 @@ func (s *Suite) down(ctx context.Context, failed bool) error {
 		if res, err := results.Rebuild(s.Registry); err != nil {
 			errs = append(errs, fmt.Errorf("report: %w", err))
 		} else {
-			s.logf("report: %s (%v)", filepath.Join(results.Path, "report.md"), res.Summary)
+			s.logf("report: %s (%s)", filepath.Join(results.Path, "report.md"), report.SummaryText(res.Summary))
 		}
 	}
 	if provider == nil {
@@ -637,8 +645,14 @@ func (s *Suite) Provider() cluster.Provider {
 	return s.provider
 }
 
+func (s *Suite) phase(name string) {
+	if s.Phase != nil {
+		s.Phase(name)
+	}
+}
+
 func (s *Suite) logf(format string, a ...any) {
-	fmt.Fprintf(s.out, "[meshclaims %s] %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, a...))
+	fmt.Fprintf(s.out, "%s %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, a...))
 }
 
 // istioLabel is the Istio a run uses: none when only the no-mesh mode runs.

@@ -2,9 +2,9 @@ package spec
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -62,14 +62,19 @@ func declaredAt(d Def) types.CodeLocation {
 
 func execute(ctx SpecContext, p Planned, env *Env) {
 	Expect(env).NotTo(BeNil(), "the suite's set-up did not run")
-	r := NewRun(p.Claim, p.Mode, env, GinkgoWriter)
+	var out io.Writer = GinkgoWriter
+	if env.Out != nil {
+		out = env.Out
+	}
+	r := NewRun(p.Claim, p.Mode, env, out)
 	r.onCleanup = func(f func(context.Context) error) {
 		DeferCleanup(func(ctx SpecContext) error { return f(ctx) })
 	}
-	AddReportEntry("claim", p.Claim.ID)
-	AddReportEntry("mode", string(p.Mode))
-	AddReportEntry("scenario", p.Def.Scenario)
-	AddReportEntry("declared", p.Def.Declared)
+	// For the JUnit report; the console has the verdict line instead.
+	AddReportEntry("claim", p.Claim.ID, ReportEntryVisibilityNever)
+	AddReportEntry("mode", string(p.Mode), ReportEntryVisibilityNever)
+	AddReportEntry("scenario", p.Def.Scenario, ReportEntryVisibilityNever)
+	AddReportEntry("declared", p.Def.Declared, ReportEntryVisibilityNever)
 	DeferCleanup(func() { currentRun = nil })
 	currentRun = r
 
@@ -99,19 +104,26 @@ func execute(ctx SpecContext, p Planned, env *Env) {
 			return env.Results.Record(report.Record{Claim: p.Claim.ID, Mode: p.Mode, Measurement: got, Setup: r.Setup(), Raw: r.Raw(), Evidence: r.Evidence(), Waits: r.Waits(), Declared: p.Def.Declared, Where: r.Where(), Loads: r.Loads(), Took: tookOf(r)})
 		})
 	}
-	b, _ := json.Marshal(v)
-	AddReportEntry("verdict", string(b))
-	AddReportEntry("measured", v.MeasuredText)
 	r.Logf("%s: %s", v.Result, v.Reason)
 	failOn := config.FailOnNotReproduced
 	if env.Config != nil {
 		failOn = env.Config.FailOn
 	}
-	if err := Gate(p.Claim.Kind, v, got, bySelection, failOn); err != nil {
+	err := Gate(p.Claim.Kind, v, got, bySelection, failOn)
+	ReportVerdict(v, failOn, err == nil)
+	if err != nil {
 		Fail(err.Error())
 	}
-	if !v.Passed() {
-		AddReportEntry("not gating", fmt.Sprintf("-fail-on=%s: verdict %s reported, not failed", failOn, v.Result))
+}
+
+// ReportVerdict adds the spec's verdict to its report, for the console's
+// verdict line and the JUnit report, and, for a verdict other than
+// reproduced or recorded that does not fail the spec (passed, under
+// failOn), says so. Ginkgo itself never prints either entry.
+func ReportVerdict(v verdict.Verdict, failOn string, passed bool) {
+	AddReportEntry(EntryVerdict, verdictEntry(v), ReportEntryVisibilityNever)
+	if !v.Passed() && passed {
+		AddReportEntry(EntryNotGating, fmt.Sprintf("not gating: -fail-on=%s reports %s, does not fail it", failOn, v.Result), ReportEntryVisibilityNever)
 	}
 }
 

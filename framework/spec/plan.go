@@ -60,9 +60,34 @@ func PlanLoads(ctx context.Context, planned []Planned, env *Env) ([]loadplan.Spe
 // by the runs in Config.PlanCosts (comma-separated, loadplan.MergeCosts) or else the earlier run of the same
 // provider that suits the plan best (report.LatestCosts: same scale, most of its specs, newest), and the estimated total.
 func WritePlan(ctx context.Context, w io.Writer, planned []Planned, env *Env) (loadplan.Estimate, error) {
-	specs, err := PlanLoads(ctx, planned, env)
+	specs, costs, err := planParts(ctx, planned, env)
 	if err != nil {
 		return loadplan.Estimate{}, err
+	}
+	cfg := env.Config
+	return loadplan.Write(w, cfg.Modes, cfg.DurationScale, specs, costs, concurrency(cfg.ConcurrentModes)), nil
+}
+
+// Budget is the plan WritePlan prints, as an estimate the run can revise
+// as the set-up and specs finish (the time left on the console).
+func Budget(ctx context.Context, planned []Planned, env *Env) (*loadplan.Budget, error) {
+	specs, costs, err := planParts(ctx, planned, env)
+	if err != nil {
+		return nil, err
+	}
+	return loadplan.NewBudget(env.Config.Modes, specs, costs, concurrency(env.Config.ConcurrentModes)), nil
+}
+
+func concurrency(on bool) loadplan.Concurrency {
+	return loadplan.Concurrency{On: on, Reference: interference.ReferenceDuration}
+}
+
+// planParts are a plan's specs with their declared loads and the costs
+// measured by earlier runs (WritePlan says which).
+func planParts(ctx context.Context, planned []Planned, env *Env) ([]loadplan.Spec, *loadplan.Costs, error) {
+	specs, err := PlanLoads(ctx, planned, env)
+	if err != nil {
+		return nil, nil, err
 	}
 	cfg := env.Config
 	var costs *loadplan.Costs
@@ -71,16 +96,16 @@ func WritePlan(ctx context.Context, w io.Writer, planned []Planned, env *Env) (l
 		for _, dir := range strings.Split(cfg.PlanCosts, ",") {
 			d, err := report.Open(dir)
 			if err != nil {
-				return loadplan.Estimate{}, fmt.Errorf("-plan-costs: %w", err)
+				return nil, nil, fmt.Errorf("-plan-costs: %w", err)
 			}
 			c, err := d.Costs()
 			if err != nil {
-				return loadplan.Estimate{}, fmt.Errorf("-plan-costs: %w", err)
+				return nil, nil, fmt.Errorf("-plan-costs: %w", err)
 			}
 			cs = append(cs, c)
 		}
 		if costs, err = loadplan.MergeCosts(cs); err != nil {
-			return loadplan.Estimate{}, fmt.Errorf("-plan-costs=%s: %w", cfg.PlanCosts, err)
+			return nil, nil, fmt.Errorf("-plan-costs=%s: %w", cfg.PlanCosts, err)
 		}
 	} else {
 		keys := make([]string, len(specs))
@@ -89,6 +114,5 @@ func WritePlan(ctx context.Context, w io.Writer, planned []Planned, env *Env) (l
 		}
 		costs = report.LatestCosts(cfg.ResultsRoot, cfg.Provider, cfg.ResultsDir, cfg.DurationScale, keys)
 	}
-	at := loadplan.Concurrency{On: cfg.ConcurrentModes, Reference: interference.ReferenceDuration}
-	return loadplan.Write(w, cfg.Modes, cfg.DurationScale, specs, costs, at), nil
+	return specs, costs, nil
 }

@@ -51,6 +51,10 @@ type Env struct {
 	// report prints above the tables (the interference check of
 	// -concurrent-modes); nil in dry runs and tests.
 	Note func(string)
+	// Out receives the specs' progress lines as they happen (the
+	// console); nil means GinkgoWriter alone, which Ginkgo holds back
+	// until the spec ends unless -ginkgo.v.
+	Out io.Writer
 }
 
 // WhereFor is Where for a record of mode m: with the proxy beside it when
@@ -83,7 +87,7 @@ type Run struct {
 	Claim *claims.Claim
 	Mode  mode.Mode
 	Env   *Env
-	// Out receives progress lines (GinkgoWriter in the suite).
+	// Out receives progress lines (Env.Out or GinkgoWriter in the suite).
 	Out   io.Writer
 	start time.Time
 	raw   []string

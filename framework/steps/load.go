@@ -15,6 +15,7 @@ import (
 	"github.com/meshclaims/meshclaims/framework/load"
 	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/probe"
+	"github.com/meshclaims/meshclaims/framework/progress"
 	"github.com/meshclaims/meshclaims/framework/spec"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
@@ -65,7 +66,11 @@ func runLoad(ctx context.Context, r *spec.Run, c probe.Client, name string, s lo
 		}()
 	}
 	r.Logf("load %s: %s, %g qps, %d connections, %s", name, s.URL, s.QPS, s.Connections, s.Duration)
+	stopTicks := progress.Every(progress.LoadInterval(s.Duration), func(el time.Duration) {
+		r.Logf("load %s: %s of %s", name, progress.Duration(el), s.Duration)
+	})
 	run, err := eng.Run(ctx, name, s)
+	stopTicks()
 	if err != nil {
 		return nil, fmt.Errorf("load %s: %w", name, err)
 	}

@@ -13,6 +13,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -73,7 +74,7 @@ func (c *CommandLine) Parse(args []string, stdout io.Writer) error {
 		if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok && slices.Contains(c.Dropped, name) {
 			msg += " (a flag a linked library, fortio, registers; not one of the suite's)"
 		}
-		return fmt.Errorf("%s; %s -h lists the flags", msg, c.Name())
+		return fmt.Errorf("%s; %s lists the flags", msg, helpCommand(c.Name()))
 	}
 	return nil
 }
@@ -83,8 +84,29 @@ const timeoutUsage = "the same as -test.timeout (go test's -timeout): the run's 
 // alias sets another flag's value.
 type alias struct{ flag.Value }
 
+// helpCommand is how to list the flags of the binary run as name: go test
+// runs a binary it builds in a temporary directory and deletes afterwards,
+// whose path would be no use to anyone; a binary of one's own (go test -c)
+// is named as run.
+func helpCommand(name string) string {
+	if underGoTest(name) {
+		return "go test ./e2e -args -h"
+	}
+	return name + " -h"
+}
+
+// underGoTest says whether name, a binary's os.Args[0], is one go test
+// built: a *.test file in a go-build directory of the temporary directory.
+func underGoTest(name string) bool {
+	return strings.HasSuffix(name, ".test") && strings.Contains(filepath.ToSlash(name), "/go-build")
+}
+
 func usage(w io.Writer, name string, ours *flag.FlagSet, ginkgo, test []string) {
-	fmt.Fprintf(w, "Usage: %s [flags]   (or: go test ./e2e [go test flags] [flags])\n\nThe suite's flags:\n", name)
+	if underGoTest(name) {
+		fmt.Fprintf(w, "Usage: go test ./e2e [go test flags] [flags]   (this help: go test ./e2e -args -h)\n\nThe suite's flags:\n")
+	} else {
+		fmt.Fprintf(w, "Usage: %s [flags]   (or: go test ./e2e [go test flags] [flags])\n\nThe suite's flags:\n", name)
+	}
 	o := ours.Output()
 	ours.SetOutput(w)
 	ours.PrintDefaults()

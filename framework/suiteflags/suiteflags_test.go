@@ -5,6 +5,8 @@ import (
 	"errors"
 	"flag"
 	"io"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -78,5 +80,28 @@ func TestUsageListsTheSuiteFirst(t *testing.T) {
 	}
 	if strings.Contains(s, "Do not verify certs") || strings.Contains(s, "for HTTP") {
 		t.Errorf("usage lists a dropped flag:\n%s", s)
+	}
+}
+
+// Under go test the binary is a temporary file go test deletes: the hint
+// names the go test command instead. A binary of one's own is named as run.
+func TestHelpHintUnderGoTest(t *testing.T) {
+	for name, want := range map[string]string{
+		filepath.Join(os.TempDir(), "go-build3920192", "b001", "e2e.test"): "go test ./e2e -args -h lists the flags",
+		"./e2e.test": "./e2e.test -h lists the flags",
+	} {
+		g := flag.NewFlagSet(name, flag.ContinueOnError)
+		fs := Isolate(g, flag.NewFlagSet("ours", flag.ContinueOnError))
+		err := fs.Parse([]string{"-nosuch"}, io.Discard)
+		if err == nil || !strings.HasSuffix(err.Error(), want) {
+			t.Errorf("%s: %v; want it to end %q", name, err, want)
+		}
+		var help bytes.Buffer
+		if err := fs.Parse([]string{"-h"}, &help); !errors.Is(err, flag.ErrHelp) {
+			t.Fatal(err)
+		}
+		if strings.Contains(help.String(), "go-build") {
+			t.Errorf("%s: the usage names the temporary binary:\n%s", name, help.String())
+		}
 	}
 }

@@ -74,3 +74,10 @@ func fromValue(v claims.Value) Measurement {
 		At:          v.At,
 	}
 }
+
+// DocumentedText is the value the claim documents (or expects) for mode m
+// as a verdict states it, "-" where it states none.
+func DocumentedText(c *claims.Claim, m mode.Mode) string {
+	v, ok := c.DocumentedFor(m)
+	return describeDoc(v, ok)
+}

@@ -35,6 +35,9 @@ const (
 	Recorded Result = "recorded"
 )
 
+// Results are the four verdicts in the order reports list them.
+var Results = []Result{Reproduced, NotReproduced, Inconclusive, Recorded}
+
 // Confidence is the level of every interval the suite reports, and of every
 // exclusion: a value outside the Confidence interval is ruled out.
 const Confidence = 0.95

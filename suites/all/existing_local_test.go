@@ -1,8 +1,10 @@
 package all
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,6 +25,7 @@ import (
 	"github.com/meshclaims/meshclaims/fixtures/workload/orderclient"
 	"github.com/meshclaims/meshclaims/framework/converge"
 	"github.com/meshclaims/meshclaims/framework/inventory"
+	"github.com/meshclaims/meshclaims/framework/junit"
 	"github.com/meshclaims/meshclaims/framework/localk8s"
 	"github.com/meshclaims/meshclaims/framework/privateregistry"
 	"github.com/meshclaims/meshclaims/framework/setup/setuptest"
@@ -133,13 +136,21 @@ func TestExistingProviderOnLocalCluster(t *testing.T) {
 	args = append(args, localEnforcer)
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), "DOCKER_CONFIG="+reg.DockerConfigDir)
-	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	var console bytes.Buffer
+	out := io.MultiWriter(os.Stdout, &console)
+	cmd.Stdout, cmd.Stderr = out, out
 	t.Logf("running %s %s", bin, strings.Join(args, " "))
 	start := time.Now()
 	runErr := cmd.Run()
 	t.Logf("the run ended after %v: %v", time.Since(start).Round(time.Second), runErr)
 	if runErr != nil {
 		t.Errorf("-provider=existing run failed: %v", runErr)
+	}
+	if err := checkConsole(console.String(), consoleRun); err != nil {
+		t.Errorf("the run's console output: %v", err)
+	}
+	if judged, err := junit.Check(filepath.Join(results, run, "junit.xml")); err != nil || judged == 0 {
+		t.Errorf("the run's junit.xml shows %d verdicts: %v", judged, err)
 	}
 	if sidecarFilter != "" {
 		runSidecarOnExisting(t, bin, k, reg, kc.CurrentContext, results, run+"-sidecar", scale, sidecarFilter, their, rootCerts)

@@ -189,12 +189,18 @@ func TestQuickStartAsWritten(t *testing.T) {
 				if err != nil || !regexp.MustCompile(`Ran \d+ of \d+ Specs`).Match(out) {
 					t.Errorf("%s: %v\n%s", line, err, out)
 				}
+				if err := checkConsole(string(out), consoleDryRun); err != nil {
+					t.Errorf("%s: the console: %v\n%s", line, err, out)
+				}
 				t.Logf("%s: lists the specs", line)
 				continue
 			}
 			if err == nil || strings.Count(string(out), "no container engine") != 1 {
 				t.Errorf("%s without a container engine: %v, want one clear failure:\n%s", line, err, out)
 				continue
+			}
+			if err := checkConsole(string(out), consoleSetUpFailed); err != nil {
+				t.Errorf("%s: the console: %v\n%s", line, err, out)
 			}
 			md, rerr := os.ReadFile(filepath.Join(results, "quickstart", "report.md"))
 			if rerr != nil || !strings.Contains(string(md), "Set-up failed: no claim was measured.") {
