@@ -22,6 +22,21 @@ type Change struct {
 	ByCluster bool `json:"by_cluster,omitempty"`
 	// Run: it carries the run's label.
 	Run bool `json:"run,omitempty"`
+	// Owner says, where the run could tell, that the change was the
+	// object's owner's own doing (a leader-election lock its holder
+	// renewed), not the run's: set by Attribute.
+	Owner string `json:"owner,omitempty"`
+}
+
+// Attribute sets each changed object's Owner to what owner says of it
+// ("" leaves it), so a change the run can show is its owner's own (a
+// lock renewed by the component holding it) is not counted as the run's.
+func (c *Changes) Attribute(owner func(Change) string) {
+	for i := range c.Changed {
+		if !c.Changed[i].ByCluster {
+			c.Changed[i].Owner = owner(c.Changed[i])
+		}
+	}
 }
 
 // Changes is what a run's inventories before and after show, for the
@@ -85,7 +100,19 @@ func (c Changes) LeftByRun() []Change {
 func (c Changes) ChangedByOthers() []Change {
 	var out []Change
 	for _, a := range c.Changed {
-		if !a.ByCluster {
+		if !a.ByCluster && a.Owner == "" {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// ChangedByOwner are the foreign objects Attribute showed their owner
+// changed.
+func (c Changes) ChangedByOwner() []Change {
+	var out []Change
+	for _, a := range c.Changed {
+		if !a.ByCluster && a.Owner != "" {
 			out = append(out, a)
 		}
 	}
@@ -112,9 +139,17 @@ func (c Changes) Summary() string {
 		}
 		return ": " + strings.Join(ks, "; ")
 	}
-	others, left := c.ChangedByOthers(), c.LeftByRun()
+	others, left, owned := c.ChangedByOthers(), c.LeftByRun(), c.ChangedByOwner()
 	sort.Slice(others, func(i, j int) bool { return others[i].Key < others[j].Key })
-	return fmt.Sprintf("%d objects of %d resource types before the run, %d after; %d foreign objects changed by others than the cluster's own components%s; "+
+	byOwner := ""
+	if len(owned) > 0 {
+		var ks []string
+		for _, o := range owned {
+			ks = append(ks, o.Key+" ("+o.Owner+")")
+		}
+		byOwner = fmt.Sprintf("; %d changed by their owner: %s", len(owned), strings.Join(ks, "; "))
+	}
+	return fmt.Sprintf("%d objects of %d resource types before the run, %d after; %d foreign objects changed by others than the cluster's own components%s%s; "+
 		"%d changed by the cluster itself; %d removed%s; %d of the run's left%s",
-		c.ObjectsWas, c.Types, c.ObjectsNow, len(others), name(others), len(c.Changed)-len(others), len(c.Removed), name(c.Removed), len(left), name(left))
+		c.ObjectsWas, c.Types, c.ObjectsNow, len(others), name(others), byOwner, len(c.Changed)-len(others)-len(owned), len(c.Removed), name(c.Removed), len(left), name(left))
 }

@@ -53,4 +53,16 @@ func TestSummarizeNamesWhoChangedWhat(t *testing.T) {
 			t.Errorf("a run that wrote, removed and left: %q does not say %q", s, w)
 		}
 	}
+
+	// A lock its holder renewed, shown to be so, is its owner's change,
+	// not the run's; the same change not shown stays the run's (above).
+	dirty.Attribute(func(c Change) string {
+		if c.Key == "v1/configmaps team/settings" {
+			return "a leader-election lock renewed by its holder ledger-0"
+		}
+		return ""
+	})
+	if s := dirty.Summary(); !strings.Contains(s, "0 foreign objects changed by others than the cluster's own components; 1 changed by their owner: v1/configmaps team/settings (a leader-election lock renewed by its holder ledger-0)") {
+		t.Errorf("an attributed change: %s", s)
+	}
 }

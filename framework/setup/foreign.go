@@ -27,7 +27,10 @@ func (s *Suite) checkForeignIstio(ctx context.Context) error {
 	for _, m := range s.Cfg.Modes {
 		meshed = meshed || m.Meshed()
 	}
-	if !meshed {
+	// A run of mode none installs no Istio and needs no decision; on a
+	// cluster it did not create it still looks, so that its inventory can
+	// tell a running istiod's own writes from the run's.
+	if !meshed && s.Cfg.Provider != "existing" {
 		return nil
 	}
 	rc := s.Provider().RESTConfig()
@@ -49,6 +52,13 @@ func (s *Suite) checkForeignIstio(ctx context.Context) error {
 	}
 	if !f.Any() {
 		s.logf("istio: no Istio installed on the cluster before this run")
+		return nil
+	}
+	s.mu.Lock()
+	s.foundIstio = true
+	s.mu.Unlock()
+	if !meshed {
+		s.logf("istio: the cluster runs an Istio of its own (revisions %s); mode none does not use it", strings.Join(f.Revisions(), ", "))
 		return nil
 	}
 	var names []string

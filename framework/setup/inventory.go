@@ -6,9 +6,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/meshclaims/meshclaims/fixtures"
 	"github.com/meshclaims/meshclaims/framework/inventory"
+	"github.com/meshclaims/meshclaims/framework/istio"
 )
 
 // The files a run on a cluster it did not create (-provider=existing)
@@ -59,6 +64,9 @@ func (s *Suite) inventoryAfter(ctx context.Context) (*inventory.Changes, error) 
 		return nil, err
 	}
 	c := inventory.Summarize(before, after, fixtures.LabelRun, s.Cfg.RunID)
+	if s.foundIstio {
+		c.Attribute(func(ch inventory.Change) string { return s.runningIstioLock(ctx, ch) })
+	}
 	if err := writeJSON(filepath.Join(s.Cfg.ResultsDir, InventoryChangesFile), c); err != nil {
 		return nil, err
 	}
@@ -72,4 +80,38 @@ func writeJSON(path string, v any) error {
 		return err
 	}
 	return os.WriteFile(path, append(raw, '\n'), 0o644)
+}
+
+// runningIstioLock says, of a foreign object the run's inventories found
+// changed, whether it is a leader-election lock (client-go's ConfigMap
+// lock, as istiod keeps them) held by an istiod pod of the Istio the
+// cluster already ran: renewing it every few seconds is that istiod's own
+// doing. The run's own revision's pods are never counted so.
+func (s *Suite) runningIstioLock(ctx context.Context, ch inventory.Change) string {
+	ns, name, ok := strings.Cut(strings.TrimPrefix(ch.Key, "v1/configmaps "), "/")
+	if !ok || !strings.HasPrefix(ch.Key, "v1/configmaps ") {
+		return ""
+	}
+	cs, err := kubernetes.NewForConfig(s.Provider().RESTConfig())
+	if err != nil {
+		return ""
+	}
+	cm, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return ""
+	}
+	var rec struct {
+		HolderIdentity string `json:"holderIdentity"`
+	}
+	if json.Unmarshal([]byte(cm.Annotations["control-plane.alpha.kubernetes.io/leader"]), &rec) != nil || rec.HolderIdentity == "" {
+		return ""
+	}
+	if s.Cfg.IstioRevision != "" && strings.HasPrefix(rec.HolderIdentity, "istiod-"+s.Cfg.IstioRevision+"-") {
+		return ""
+	}
+	pod, err := cs.CoreV1().Pods(ns).Get(ctx, rec.HolderIdentity, metav1.GetOptions{})
+	if err != nil || pod.Labels["app"] != "istiod" || (s.Cfg.IstioRevision != "" && pod.Labels[istio.LabelRevision] == s.Cfg.IstioRevision) {
+		return ""
+	}
+	return "a leader-election lock renewed by its holder, the running Istio's istiod " + pod.Name
 }

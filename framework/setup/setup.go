@@ -82,6 +82,9 @@ type Suite struct {
 	// inventoryBefore is the cluster before the first write
 	// (-provider=existing only; inventory.go).
 	inventoryBefore *inventory.Snapshot
+	// foundIstio: the cluster ran an Istio the run did not install
+	// (foreign.go), whose own writes the inventory can then tell apart.
+	foundIstio bool
 
 	downOnce sync.Once
 	downDone chan struct{}

@@ -3,6 +3,7 @@ package all
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -28,6 +29,7 @@ import (
 	"github.com/meshclaims/meshclaims/framework/junit"
 	"github.com/meshclaims/meshclaims/framework/localk8s"
 	"github.com/meshclaims/meshclaims/framework/privateregistry"
+	"github.com/meshclaims/meshclaims/framework/setup"
 	"github.com/meshclaims/meshclaims/framework/setup/setuptest"
 )
 
@@ -152,8 +154,10 @@ func TestExistingProviderOnLocalCluster(t *testing.T) {
 	if judged, err := junit.Check(filepath.Join(results, run, "junit.xml")); err != nil || judged == 0 {
 		t.Errorf("the run's junit.xml shows %d verdicts: %v", judged, err)
 	}
+	checkRunInventory(t, filepath.Join(results, run))
 	if sidecarFilter != "" {
 		runSidecarOnExisting(t, bin, k, reg, kc.CurrentContext, results, run+"-sidecar", scale, sidecarFilter, their, rootCerts)
+		checkRunInventory(t, filepath.Join(results, run+"-sidecar"))
 	}
 
 	after, err := inventory.Take(ctx, k.RESTConfig())
@@ -345,4 +349,34 @@ func containsKey(keys []string, k string) bool {
 		}
 	}
 	return false
+}
+
+// checkRunInventory reads the proof a run on -provider=existing keeps in
+// its results directory: both inventories, what differs and who wrote it,
+// and the report's summary of it, which must say that no foreign object was
+// changed by the run and none of its own was left.
+func checkRunInventory(t *testing.T, dir string) {
+	t.Helper()
+	for _, f := range []string{setup.InventoryBeforeFile, setup.InventoryAfterFile, setup.InventoryChangesFile} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("the run's results lack %s: %v", f, err)
+		}
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, setup.InventoryChangesFile))
+	if err != nil {
+		return
+	}
+	var c inventory.Changes
+	if err := json.Unmarshal(raw, &c); err != nil {
+		t.Errorf("%s: %v", setup.InventoryChangesFile, err)
+		return
+	}
+	if n := len(c.ChangedByOthers()) + len(c.Removed) + len(c.LeftByRun()); n != 0 {
+		t.Errorf("the run's own inventory: %s", c.Summary())
+	}
+	md, err := os.ReadFile(filepath.Join(dir, "report.md"))
+	if err != nil || !strings.Contains(string(md), "0 foreign objects changed by others than the cluster's own components") || !strings.Contains(string(md), "0 of the run's left") {
+		t.Errorf("report.md does not state the inventory's summary (%v)", err)
+	}
+	t.Logf("%s: %s", filepath.Base(dir), c.Summary())
 }
