@@ -86,7 +86,8 @@ func ForObjects(phase string, objs []Object, mapper meta.RESTMapper, verbs ...st
 func guessResource(kind string) string {
 	k := strings.ToLower(kind)
 	switch {
-	case strings.HasSuffix(k, "y"):
+	case strings.HasSuffix(k, "y") && !strings.ContainsAny(k[len(k)-2:len(k)-1], "aeiou"):
+		// policy -> policies, but gateway -> gateways
 		return k[:len(k)-1] + "ies"
 	case strings.HasSuffix(k, "s"):
 		return k + "es"
