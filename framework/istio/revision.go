@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -80,6 +81,28 @@ func (i *Installer) uninstallRevisionLeftovers(ctx context.Context) error {
 		return err
 	}
 	ns := i.opts.Namespace
+	// Helm's wait ends when the Deployment is gone; its pods terminate
+	// after, and a pod still running could take a lock again once it is
+	// deleted, and would itself be left in the running Istio's namespace.
+	sel := "app=istiod," + LabelRevision + "=" + i.opts.Revision
+	deadline := time.Now().Add(i.opts.Timeout)
+	for {
+		pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
+		if err != nil {
+			return fmt.Errorf("istio: listing revision %s's istiod pods: %w", i.opts.Revision, err)
+		}
+		if len(pods.Items) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("istio: revision %s's istiod pod %s still there %v after its release was uninstalled", i.opts.Revision, pods.Items[0].Name, i.opts.Timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
 	var deleted []string
 	cms, err := cs.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
