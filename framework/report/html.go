@@ -214,7 +214,13 @@ func HTML(w io.Writer, dir string, res *Results, reg *claims.Registry) error {
 			if e != nil {
 				cell.Class, cell.Mark = resultClass(e.Result), string(e.Result)
 				sec.Title, sec.Source = e.Title, e.Source
-				sec.Entries = append(sec.Entries, *e)
+				shown := *e
+				if len(e.Parts) > 0 {
+					// A compound claim's row says which part decided it
+					// and each part's verdict.
+					shown.Reason = strings.TrimPrefix(decidedText(e.Verdict)+" ", " ") + whyText(e.Verdict)
+				}
+				sec.Entries = append(sec.Entries, shown)
 			}
 			row.Cells = append(row.Cells, cell)
 		}

@@ -140,7 +140,7 @@ func Markdown(w io.Writer, res *Results, reg *claims.Registry) error {
 		}
 		p("| claim | source | documented | measured | verdict | why |\n|---|---|---|---|---|---|\n")
 		for _, e := range rows {
-			p("| `%s` | %s | %s | %s | %s | %s |\n", e.Claim, cell(e.Source), cell(e.Documented), cell(e.MeasuredText), mark[e.Result], cell(e.Reason))
+			p("| `%s` | %s | %s | %s | %s | %s |\n", e.Claim, cell(e.Source), cell(e.Documented), cell(e.MeasuredText), mark[e.Result]+decidedText(e.Verdict), cell(whyText(e.Verdict)))
 		}
 		var details []Entry
 		for _, e := range rows {
@@ -189,6 +189,31 @@ func Markdown(w io.Writer, res *Results, reg *claims.Registry) error {
 		}
 	}
 	return nil
+}
+
+// decidedText names the part that decided a compound claim's verdict.
+func decidedText(v verdict.Verdict) string {
+	if v.DecidedBy == "" {
+		return ""
+	}
+	return " (decided by " + v.DecidedBy + ")"
+}
+
+// whyText is a verdict's reason, or for a compound claim each part's
+// verdict and reason, an unconfirmable part labelled as such.
+func whyText(v verdict.Verdict) string {
+	if len(v.Parts) == 0 {
+		return v.Reason
+	}
+	var out []string
+	for _, pt := range v.Parts {
+		label := string(pt.Result)
+		if pt.Unconfirmable {
+			label += ", documented count too small to confirm"
+		}
+		out = append(out, fmt.Sprintf("%s: %s: %s", pt.Name, label, pt.Reason))
+	}
+	return strings.Join(out, "; ")
 }
 
 func cell(s string) string {
