@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/meshclaims/meshclaims/framework/claims"
+	"github.com/meshclaims/meshclaims/framework/decision"
 	"github.com/meshclaims/meshclaims/framework/fortioresult"
 	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/verdict"
@@ -41,6 +42,9 @@ type htmlPage struct {
 	// EnvOther are environment.json fields the table above does not name
 	// (added by later versions: images, Istio settings...), shown as JSON.
 	EnvOther []envField
+	// Guide is GUIDE's Decision Summary regenerated from the run (nil
+	// without a meshed mode), shown first.
+	Guide *decision.Summary
 }
 
 type envField struct{ Key, Value string }
@@ -112,6 +116,7 @@ type rolloutRow struct {
 func HTML(w io.Writer, dir string, res *Results, reg *claims.Registry) error {
 	env := res.Environment
 	pg := htmlPage{CSP: ContentSecurityPolicy, Env: env, Summary: res.Summary, Scaled: env.DurationScale != 0 && env.DurationScale != 1, EnvOther: otherEnv(env)}
+	pg.Guide = GuideSummary(res, reg)
 	pg.Modes = env.Modes
 	if len(pg.Modes) == 0 {
 		pg.Modes = mode.All()
@@ -261,6 +266,20 @@ func anchor(parts ...string) string {
 	return unsafeName.ReplaceAllString(strings.Join(parts, "--"), "_")
 }
 
+// markWord names a decision mark in words (a headless browser may lack
+// an emoji font), which is also the cell's class.
+func markWord(m decision.Mark) string {
+	switch m {
+	case decision.Pass:
+		return "pass"
+	case decision.Caveat:
+		return "condition"
+	case decision.Fail:
+		return "fail"
+	}
+	return "undecided"
+}
+
 func resultClass(r verdict.Result) string {
 	return strings.ReplaceAll(string(r), " ", "-")
 }
@@ -272,6 +291,7 @@ var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
 	"class":  resultClass,
 	"utc":    func(t interface{ Format(string) string }) string { return t.Format("2006-01-02 15:04:05Z07:00") },
 	"count":  func(m map[verdict.Result]int, r string) int { return m[verdict.Result(r)] },
+	"word":   markWord,
 }).Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -297,7 +317,16 @@ figure { margin: 0; } figcaption { font-size: 85%; color: #555; max-width: 40em;
 <body>
 <h1>meshclaims report — run {{.Env.RunID}}</h1>
 {{if .Env.SetupError}}<div id="setup-error" class="failed"><p><strong>Set-up failed: no claim was measured.</strong></p><pre>{{.Env.SetupError}}</pre></div>{{end}}
-<p><strong>{{count .Summary "reproduced"}} reproduced, {{count .Summary "not reproduced"}} not reproduced, {{count .Summary "inconclusive"}} inconclusive, {{count .Summary "recorded"}} recorded.</strong>
+{{with .Guide}}<style>td.pass { background: #e3f4e6; } td.condition { background: #fff3cd; } td.fail { background: #fbe1e1; } td.undecided { background: #eef1f7; }</style>
+<h2 id="guide-summary">GUIDE's decision summary, from this run</h2>
+<table id="guide-decision-summary">
+<tr><th>requirement</th>{{range .Modes}}<th>{{.}}</th>{{end}}</tr>
+{{range .Rows}}<tr><th>{{.Requirement}}</th>{{range .Cells}}<td class="{{word .Mark}}"><strong>{{.Mark}} {{word .Mark}}</strong>: {{.Measured}}{{if .Why}}<br><small>{{.Why}}</small>{{end}}<br>GUIDE: {{.GuideMark}} {{word .GuideMark}}: {{.Guide}}</td>{{end}}</tr>
+{{end}}</table>
+<p id="guide-conclusion"><strong>{{.Conclusion}}</strong></p>
+{{if .Notes}}<ul>{{range .Notes}}<li>{{.}}</li>{{end}}</ul>{{end}}
+<details><summary>the rules behind the marks</summary><ul>{{range .Rows}}<li>{{.Requirement}}: {{.Rule}}</li>{{end}}</ul></details>
+{{end}}<p><strong>{{count .Summary "reproduced"}} reproduced, {{count .Summary "not reproduced"}} not reproduced, {{count .Summary "inconclusive"}} inconclusive, {{count .Summary "recorded"}} recorded.</strong>
 {{if .Scaled}}Durations were scaled by {{.Env.DurationScale}}: rates and counts come from fewer requests than documented, so their intervals are wider.{{end}}</p>
 <p>The verdicts, claim kinds, bands, intervals and other words of this report are defined in <a id="glossary" href="glossary.md">glossary.md</a>.</p>
 

@@ -28,6 +28,9 @@ func Markdown(w io.Writer, res *Results, reg *claims.Registry) error {
 	if env.SetupError != "" {
 		p("> **Set-up failed: no claim was measured.** %s\n\n", strings.ReplaceAll(strings.TrimSpace(env.SetupError), "\n", "\n> "))
 	}
+	if g := GuideSummary(res, reg); g != nil {
+		guideMarkdown(p, g)
+	}
 	p("| where | value |\n|---|---|\n")
 	p("| provider | %s |\n| cluster | %s |\n| Kubernetes | %s |\n| Istio | %s |\n| fortio | %s |\n",
 		dash(env.Provider), dash(env.Cluster), dash(env.Kubernetes), dash(env.Istio), dash(env.Fortio))
