@@ -68,3 +68,38 @@ func guideCellText(c decision.Cell) string {
 	}
 	return s + fmt.Sprintf(" · GUIDE: %s %s", c.GuideMark, c.Guide)
 }
+
+var fitMark = map[decision.Fit]string{decision.Meets: "✅", decision.Misses: "❌", decision.Unknown: "❔"}
+
+// requirementsMarkdown writes each tier's recommendation: which modes meet
+// every requirement, and per requirement and mode the evidence.
+func requirementsMarkdown(p func(string, ...any), r *RequirementsResult) {
+	p("## Recommendation per tier (%s)\n\n", r.File)
+	for _, t := range r.Tiers {
+		p("**%s.**\n\n", cell(upperFirst(t.Sentence())))
+		if len(t.Modes) == 0 {
+			continue
+		}
+		p("| requirement |")
+		for _, f := range t.Modes {
+			p(" %s |", f.Mode)
+		}
+		p("\n|---|%s\n", strings.Repeat("---|", len(t.Modes)))
+		for i, c := range t.Modes[0].Checks {
+			p("| %s |", c.Requirement)
+			for _, f := range t.Modes {
+				ch := f.Checks[i]
+				p(" %s |", cell(fmt.Sprintf("%s %s: %s", fitMark[ch.Fit], ch.Fit, ch.Evidence)))
+			}
+			p("\n")
+		}
+		p("\n")
+	}
+}
+
+func upperFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}

@@ -10,6 +10,7 @@ import (
 	"github.com/meshclaims/meshclaims/framework/decision"
 	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/repo"
+	"github.com/meshclaims/meshclaims/framework/requirements"
 )
 
 // The shipped scale-1 records, re-judged in memory (nothing is written):
@@ -90,5 +91,46 @@ func TestGuideSummaryHTML(t *testing.T) {
 		if !strings.Contains(h, want) {
 			t.Errorf("report.html lacks %q", want)
 		}
+	}
+}
+
+// A results directory that keeps requirements.yaml gets each tier's
+// recommendation in results.json and both reports; without the file there
+// is none.
+func TestRequirementsInReport(t *testing.T) {
+	reg := claimstest.Registry(t)
+	d := sampleDir(t)
+	res, err := d.Rebuild(reg)
+	if err != nil || res.Requirements != nil {
+		t.Fatalf("without requirements: %v, %+v", err, res.Requirements)
+	}
+	f, err := requirements.Parse([]byte("version: 1\ntiers:\n  - name: quiet\n    max_rollout_error_rate: 1%\n  - name: spotless\n    max_rollout_error_rate: 0.1%\n"), "tiers.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.SaveRequirements(f); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Rebuild(reg); err != nil {
+		t.Fatal(err)
+	}
+	back, err := LoadResults(filepath.Join(d.Path, "results.json"))
+	if err != nil || back.Requirements == nil || len(back.Requirements.Tiers) != 2 {
+		t.Fatalf("results.json: %v, %+v", err, back)
+	}
+	if q, s := back.Requirements.Tiers[0], back.Requirements.Tiers[1]; len(q.Meets) != 1 || q.Meets[0] != mode.Sidecar || len(s.Meets) != 0 {
+		t.Errorf("meets: quiet %v, spotless %v", q.Meets, s.Meets)
+	}
+	for _, name := range []string{"report.md", "report.html"} {
+		b, _ := os.ReadFile(filepath.Join(d.Path, name))
+		for _, want := range []string{"Recommendation per tier (requirements.yaml)", "ier quiet: sidecar meets every requirement", "ier spotless: no measured mode meets every requirement"} {
+			if !strings.Contains(string(b), want) {
+				t.Errorf("%s lacks %q", name, want)
+			}
+		}
+	}
+	os.WriteFile(filepath.Join(d.Path, RequirementsFile), []byte("version: 1\ntiers:\n  - name: x\n    mtls: sure\n"), 0o644)
+	if _, err := d.Rebuild(reg); err == nil || !strings.Contains(err.Error(), `requirements.yaml:4: tier "x": field "mtls"`) {
+		t.Errorf("a broken kept file: %v", err)
 	}
 }

@@ -43,8 +43,9 @@ type htmlPage struct {
 	// (added by later versions: images, Istio settings...), shown as JSON.
 	EnvOther []envField
 	// Guide is GUIDE's Decision Summary regenerated from the run (nil
-	// without a meshed mode), shown first.
-	Guide *decision.Summary
+	// without a meshed mode), shown first; Requirements the tiers' fit.
+	Guide        *decision.Summary
+	Requirements *RequirementsResult
 }
 
 type envField struct{ Key, Value string }
@@ -116,7 +117,7 @@ type rolloutRow struct {
 func HTML(w io.Writer, dir string, res *Results, reg *claims.Registry) error {
 	env := res.Environment
 	pg := htmlPage{CSP: ContentSecurityPolicy, Env: env, Summary: res.Summary, Scaled: env.DurationScale != 0 && env.DurationScale != 1, EnvOther: otherEnv(env)}
-	pg.Guide = GuideSummary(res, reg)
+	pg.Guide, pg.Requirements = GuideSummary(res, reg), res.Requirements
 	pg.Modes = env.Modes
 	if len(pg.Modes) == 0 {
 		pg.Modes = mode.All()
@@ -280,6 +281,17 @@ func markWord(m decision.Mark) string {
 	return "undecided"
 }
 
+// fitClass is a requirement check's cell class, as markWord's.
+func fitClass(f decision.Fit) string {
+	switch f {
+	case decision.Meets:
+		return "pass"
+	case decision.Misses:
+		return "fail"
+	}
+	return "undecided"
+}
+
 func resultClass(r verdict.Result) string {
 	return strings.ReplaceAll(string(r), " ", "-")
 }
@@ -292,6 +304,7 @@ var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
 	"utc":    func(t interface{ Format(string) string }) string { return t.Format("2006-01-02 15:04:05Z07:00") },
 	"count":  func(m map[verdict.Result]int, r string) int { return m[verdict.Result(r)] },
 	"word":   markWord,
+	"fit":    fitClass,
 }).Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -326,7 +339,13 @@ figure { margin: 0; } figcaption { font-size: 85%; color: #555; max-width: 40em;
 <p id="guide-conclusion"><strong>{{.Conclusion}}</strong></p>
 {{if .Notes}}<ul>{{range .Notes}}<li>{{.}}</li>{{end}}</ul>{{end}}
 <details><summary>the rules behind the marks</summary><ul>{{range .Rows}}<li>{{.Requirement}}: {{.Rule}}</li>{{end}}</ul></details>
-{{end}}<p><strong>{{count .Summary "reproduced"}} reproduced, {{count .Summary "not reproduced"}} not reproduced, {{count .Summary "inconclusive"}} inconclusive, {{count .Summary "recorded"}} recorded.</strong>
+{{end}}
+{{with .Requirements}}<h2 id="requirements">Recommendation per tier ({{.File}})</h2>
+{{range .Tiers}}<p><strong>{{.Sentence}}.</strong></p>
+{{if .Modes}}<table class="requirements"><tr><th>requirement</th>{{range .Modes}}<th>{{.Mode}}</th>{{end}}</tr>
+{{$modes := .Modes}}{{range $i, $c := (index .Modes 0).Checks}}<tr><th>{{$c.Requirement}}</th>{{range $modes}}{{with index .Checks $i}}<td class="{{fit .Fit}}">{{.Fit}}: {{.Evidence}}</td>{{end}}{{end}}</tr>
+{{end}}</table>{{end}}{{end}}{{end}}
+<p><strong>{{count .Summary "reproduced"}} reproduced, {{count .Summary "not reproduced"}} not reproduced, {{count .Summary "inconclusive"}} inconclusive, {{count .Summary "recorded"}} recorded.</strong>
 {{if .Scaled}}Durations were scaled by {{.Env.DurationScale}}: rates and counts come from fewer requests than documented, so their intervals are wider.{{end}}</p>
 <p>The verdicts, claim kinds, bands, intervals and other words of this report are defined in <a id="glossary" href="glossary.md">glossary.md</a>.</p>
 

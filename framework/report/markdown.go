@@ -31,6 +31,9 @@ func Markdown(w io.Writer, res *Results, reg *claims.Registry) error {
 	if g := GuideSummary(res, reg); g != nil {
 		guideMarkdown(p, g)
 	}
+	if res.Requirements != nil {
+		requirementsMarkdown(p, res.Requirements)
+	}
 	p("| where | value |\n|---|---|\n")
 	p("| provider | %s |\n| cluster | %s |\n| Kubernetes | %s |\n| Istio | %s |\n| fortio | %s |\n",
 		dash(env.Provider), dash(env.Cluster), dash(env.Kubernetes), dash(env.Istio), dash(env.Fortio))
