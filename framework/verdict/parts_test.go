@@ -112,3 +112,25 @@ func TestUnconfirmableInRegistry(t *testing.T) {
 		t.Errorf("unconfirmable documented counts: %q", found)
 	}
 }
+
+// Bands say what the judge does: the sidecar's -1 part is an upper bound
+// (the claim's max_rate), ambient-l7's 84 -1s keep their factor-2 band.
+func TestBandsOfUnconfirmablePart(t *testing.T) {
+	reg := claimstest.Registry(t)
+	c := reg.MustGet("rollout.baseline")
+	find := func(m mode.Mode) Band {
+		for _, b := range Bands(c, m) {
+			if b.Name == "no-response (-1) rate" {
+				return b
+			}
+		}
+		t.Fatalf("%s: no -1 band in %+v", m, Bands(c, m))
+		return Band{}
+	}
+	if b := find(mode.Sidecar); b.Low != 0 || b.High != 0.001 {
+		t.Errorf("sidecar -1 band %+v, want [0, 0.001]", b)
+	}
+	if b := find(mode.AmbientL7); b.Low <= 0 || b.High >= 0.003 {
+		t.Errorf("ambient-l7 -1 band %+v, want GUIDE's 84/59913 within a factor of 2", b)
+	}
+}

@@ -381,21 +381,17 @@ func judgeRate(label string, count, total, docCount, docTotal int64, tol claims.
 	// zero threshold where that is higher), so it can fail the claim but
 	// cannot hold the other parts' verdict undecided.
 	d := float64(docCount) / float64(docTotal)
-	zero, err := stats.Wilson(0, docTotal, Confidence)
-	if err != nil || zero.CI.High < d {
+	bound, zeroHigh, ok := unconfirmable(docCount, docTotal, tol)
+	if !ok {
 		return part
 	}
 	p, err := stats.Wilson(count, total, Confidence)
 	if err != nil {
 		return part
 	}
-	_, bound, _ := band(d, tol)
-	if tol.MaxRate != nil && *tol.MaxRate > bound {
-		bound = *tol.MaxRate
-	}
 	part.Unconfirmable = true
 	why := fmt.Sprintf("documented %d/%d = %s is too small for a run of %d requests to confirm (0 of %d has upper bound %s), so it is judged as at most %s",
-		docCount, docTotal, pct(d), docTotal, docTotal, pct(zero.CI.High), pct(bound))
+		docCount, docTotal, pct(d), docTotal, docTotal, pct(zeroHigh), pct(bound))
 	switch {
 	case p.CI.High <= bound:
 		part.Result, part.Reason = Reproduced, fmt.Sprintf("%s %s: %s: upper bound %s, consistent", label, p, why, pct(p.CI.High))
@@ -405,6 +401,27 @@ func judgeRate(label string, count, total, docCount, docTotal int64, tol claims.
 		part.Result, part.Reason = Inconclusive, fmt.Sprintf("%s %s: %s: upper bound %s, too few requests to show it", label, p, why, pct(p.CI.High))
 	}
 	return part
+}
+
+// unconfirmable reports whether a documented nonzero count is too small
+// for a run of the documented size to tell from zero (zero events in as
+// many requests would not rule it out: their upper bound zeroHigh reaches
+// the documented rate), and the upper bound it is then judged against:
+// the top of its band, or the claim's max_rate where that is higher.
+func unconfirmable(docCount, docTotal int64, tol claims.Tolerance) (bound, zeroHigh float64, ok bool) {
+	if docCount <= 0 || docTotal <= 0 {
+		return 0, 0, false
+	}
+	d := float64(docCount) / float64(docTotal)
+	zero, err := stats.Wilson(0, docTotal, Confidence)
+	if err != nil || zero.CI.High < d {
+		return 0, 0, false
+	}
+	_, bound, _ = band(d, tol)
+	if tol.MaxRate != nil && *tol.MaxRate > bound {
+		bound = *tol.MaxRate
+	}
+	return bound, zero.CI.High, true
 }
 
 func rateResult(label string, count, total, docCount, docTotal int64, tol claims.Tolerance) (Result, string) {
