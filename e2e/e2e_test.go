@@ -34,6 +34,7 @@ import (
 	"github.com/meshclaims/meshclaims/framework/claims"
 	"github.com/meshclaims/meshclaims/framework/cleanup"
 	"github.com/meshclaims/meshclaims/framework/config"
+	"github.com/meshclaims/meshclaims/framework/decision"
 	"github.com/meshclaims/meshclaims/framework/evidence"
 	"github.com/meshclaims/meshclaims/framework/junit"
 	"github.com/meshclaims/meshclaims/framework/mode"
@@ -106,6 +107,18 @@ func TestMain(m *testing.M) {
 	if !suiteCfg.DryRun && !cfg.Plan {
 		if err := cfg.ClaimResultsDir(); err != nil {
 			usageError(err)
+		}
+		if cfg.Requirements != nil {
+			// Kept beside the results, so every rebuild of the report
+			// (the run's own, meshclaims report later) sets the run
+			// against the same tiers.
+			d, err := report.Create(cfg.ResultsDir)
+			if err == nil {
+				err = d.SaveRequirements(cfg.Requirements)
+			}
+			if err != nil {
+				usageError(fmt.Errorf("-requirements: %w", err))
+			}
 		}
 	}
 	// go test passes -test.timeout=10m unless told otherwise, which would
@@ -275,7 +288,26 @@ var _ = AfterSuite(func(ctx SpecContext) {
 	if err := suite.Down(ctx, anyFailed); err != nil {
 		Fail(fmt.Sprintf("tear-down: %v", err))
 	}
+	if err := requirementsGate(); err != nil {
+		Fail(err.Error())
+	}
 }, NodeTimeout(30*time.Minute))
+
+// requirementsGate fails the run when -requirements names a tier that no
+// measured mode meets, as the report's recommendation says.
+func requirementsGate() error {
+	if cfg.Requirements == nil {
+		return nil
+	}
+	res, err := report.LoadResults(filepath.Join(cfg.ResultsDir, "results.json"))
+	if err != nil {
+		return fmt.Errorf("-requirements: %w", err)
+	}
+	if res.Requirements == nil {
+		return fmt.Errorf("-requirements: the report holds no recommendation (%s missing from %s)", report.RequirementsFile, cfg.ResultsDir)
+	}
+	return decision.Gate(res.Requirements.Tiers)
+}
 
 // anyFailed makes the after-all export the cluster's logs.
 var anyFailed bool

@@ -17,10 +17,11 @@ usage:
   meshclaims analyze [--json] FILE...
                                   summarize fortio JSON results: codes and rates with
                                   95% intervals, percentiles, sockets, Little's-law check
-  meshclaims report [--file F] [--complete] DIR
+  meshclaims report [--file F] [--complete] [--requirements R] DIR
                                   rebuild DIR/results.json and DIR/report.md from DIR's
                                   environment.json and measured/ records, and DIR/report.html
-                                  (plots: latency CDFs, rollout errors per restart cycle)
+                                  (plots: latency CDFs, rollout errors per restart cycle);
+                                  --requirements: recommend modes per tier, gate on them
   meshclaims diff [--json] [--fail-on=none|regression|change] OLD NEW
                                   compare two runs: flipped verdicts first, rates with
                                   two-proportion 95% intervals, outcomes; exit 1 on --fail-on
@@ -29,9 +30,10 @@ Flags may come before or after the arguments; -h after a command shows its flags
 claims and report use the registry built into this binary unless --file names one.
 
 exit codes: 0 done; 1 the command's check failed (claims --validate: the registry is
-broken; report: DIR unreadable, or --complete and a claim was not measured; analyze:
+broken; report: DIR unreadable, --complete and a claim was not measured, or
+--requirements and a tier no measured mode meets; analyze:
 a file is not a fortio result; diff: --fail-on matched); 2 usage error (diff: also
-runs that cannot be compared).
+runs that cannot be compared; report: a bad --requirements file).
 
 The specs run with: go test ./e2e -mode=ambient-l4   (see README.md)
 `

@@ -21,6 +21,7 @@ import (
 	"github.com/meshclaims/meshclaims/framework/config/timeouts"
 	"github.com/meshclaims/meshclaims/framework/istio"
 	"github.com/meshclaims/meshclaims/framework/mode"
+	"github.com/meshclaims/meshclaims/framework/requirements"
 )
 
 // Providers a run can use.
@@ -134,6 +135,12 @@ type Config struct {
 	// certificate, when the system does not trust it (a private registry).
 	RegistryCA string
 
+	// RequirementsFile is -requirements: the tiers' requirements the run's
+	// modes are set against (package requirements); Requirements is the
+	// file as Validate read it, nil without one.
+	RequirementsFile string
+	Requirements     *requirements.File
+
 	sharedKubeconfig *flag.Flag
 }
 
@@ -191,6 +198,7 @@ func Register(fs *flag.FlagSet) *Config {
 	fs.BoolVar(&c.Plan, "plan", false, "print the plan (per mode and spec the loads and their durations at -duration-scale, the set-up costs an earlier run measured, the estimated total) and run nothing; dry runs print it too")
 	fs.StringVar(&c.PlanCosts, "plan-costs", "", "results directory of an earlier run whose measured set-up and per-spec costs the plan uses, or several, comma-separated (each spec's cost from the first that measured it, the set-up the longest: for modes measured in separate runs); default: the earlier run of the same -provider under -results of the same -duration-scale that measured most of the planned specs, the newest among equals")
 	fs.BoolVar(&c.ConcurrentModes, "concurrent-modes", false, "run the selected modes' rollout loads (GUIDE T1, the same claim's same load and hardening) at once, each in its own namespace against its own echo with its own restart loop, and check in the same run that one mode's rates and P50 alongside the others match a reference run alone; latency loads (T5, latency.*, sidecar cost) still run alone. Needs two or more modes")
+	fs.StringVar(&c.RequirementsFile, "requirements", "", "YAML file of workload tiers and what each needs (mTLS, L7 routing, NetworkPolicies as they are, at most a P50 overhead and a rollout error rate; testdata/requirements/): the report recommends per tier the modes that meet every requirement, and the run fails when a tier has none")
 	registerImageFlags(fs, c)
 	return c
 }
@@ -304,6 +312,13 @@ func (c *Config) Validate(repoRoot string, now time.Time) error {
 	}
 	c.ResultsDir = filepath.Join(c.ResultsRoot, c.RunID)
 	c.validateImageFlags(bad)
+	if c.RequirementsFile != "" {
+		f, err := requirements.Load(c.RequirementsFile)
+		if err != nil {
+			bad("-requirements=%q: %s", c.RequirementsFile, strings.ReplaceAll(err.Error(), "\n", "\n    "))
+		}
+		c.Requirements = f
+	}
 	if len(errs) > 0 {
 		return fmt.Errorf("invalid flags:\n  %s", strings.Join(errs, "\n  "))
 	}

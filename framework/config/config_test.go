@@ -317,3 +317,28 @@ func TestClaimResultsDir(t *testing.T) {
 		t.Fatalf("-overwrite left the earlier run: %v", err)
 	}
 }
+
+// -requirements is read and validated with the other flags, before any
+// cluster work: a good file is kept parsed, a bad one is refused naming the
+// flag, the file's line and field, and what the field accepts.
+func TestRequirementsFlag(t *testing.T) {
+	good := filepath.Join(repoRoot(), "testdata", "requirements", "tiers.yaml")
+	c, err := parse(t, "-requirements", good)
+	if err != nil || c.Requirements == nil || len(c.Requirements.Tiers) != 2 || c.Requirements.Tiers[0].Name != "edge-api" {
+		t.Fatalf("good file: %v, %+v", err, c)
+	}
+	c, err = parse(t)
+	if err != nil || c.Requirements != nil {
+		t.Fatalf("no flag: %v, %+v", err, c.Requirements)
+	}
+	bad := filepath.Join(t.TempDir(), "tiers.yaml")
+	os.WriteFile(bad, []byte("version: 1\ntiers:\n  - name: api\n    networkpolicy: closed\n"), 0o644)
+	_, err = parse(t, "-requirements", bad)
+	if err == nil || !strings.Contains(err.Error(), `-requirements="`+bad+`": `+bad+`:4: tier "api": field "networkpolicy": "closed" is not known; accepted: existing-rules, hbone-allowed or any`) {
+		t.Fatalf("bad file: %v", err)
+	}
+	_, err = parse(t, "-requirements", filepath.Join(t.TempDir(), "absent.yaml"))
+	if err == nil || !strings.Contains(err.Error(), "absent.yaml") {
+		t.Fatalf("absent file: %v", err)
+	}
+}

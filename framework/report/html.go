@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/meshclaims/meshclaims/framework/claims"
+	"github.com/meshclaims/meshclaims/framework/decision"
 	"github.com/meshclaims/meshclaims/framework/fortioresult"
 	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/verdict"
@@ -42,6 +43,10 @@ type htmlPage struct {
 	// EnvOther are environment.json fields the table above does not name
 	// (added by later versions: images, Istio settings...), shown as JSON.
 	EnvOther []envField
+	// Guide is GUIDE's Decision Summary regenerated from the run (nil
+	// without a meshed mode), shown first; Requirements the tiers' fit.
+	Guide        *decision.Summary
+	Requirements *RequirementsResult
 }
 
 type envField struct{ Key, Value string }
@@ -117,6 +122,7 @@ type rolloutRow struct {
 func HTML(w io.Writer, dir string, res *Results, reg *claims.Registry) error {
 	env := res.Environment
 	pg := htmlPage{CSP: ContentSecurityPolicy, Env: env, Summary: res.Summary, Scaled: env.DurationScale != 0 && env.DurationScale != 1, EnvOther: otherEnv(env)}
+	pg.Guide, pg.Requirements = GuideSummary(res, reg), res.Requirements
 	pg.Modes = env.Modes
 	if len(pg.Modes) == 0 {
 		pg.Modes = mode.All()
@@ -219,7 +225,13 @@ func HTML(w io.Writer, dir string, res *Results, reg *claims.Registry) error {
 			if e != nil {
 				cell.Class, cell.Mark = resultClass(e.Result), string(e.Result)
 				sec.Title, sec.Source = e.Title, e.Source
-				sec.Entries = append(sec.Entries, *e)
+				shown := *e
+				if len(e.Parts) > 0 {
+					// A compound claim's row says which part decided it
+					// and each part's verdict.
+					shown.Reason = strings.TrimPrefix(decidedText(e.Verdict)+" ", " ") + whyText(e.Verdict)
+				}
+				sec.Entries = append(sec.Entries, shown)
 			}
 			row.Cells = append(row.Cells, cell)
 		}
@@ -260,6 +272,31 @@ func anchor(parts ...string) string {
 	return unsafeName.ReplaceAllString(strings.Join(parts, "--"), "_")
 }
 
+// markWord names a decision mark in words (a headless browser may lack
+// an emoji font), which is also the cell's class.
+func markWord(m decision.Mark) string {
+	switch m {
+	case decision.Pass:
+		return "pass"
+	case decision.Caveat:
+		return "condition"
+	case decision.Fail:
+		return "fail"
+	}
+	return "undecided"
+}
+
+// fitClass is a requirement check's cell class, as markWord's.
+func fitClass(f decision.Fit) string {
+	switch f {
+	case decision.Meets:
+		return "pass"
+	case decision.Misses:
+		return "fail"
+	}
+	return "undecided"
+}
+
 func resultClass(r verdict.Result) string {
 	return strings.ReplaceAll(string(r), " ", "-")
 }
@@ -273,6 +310,8 @@ var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
 	"count":   func(m map[verdict.Result]int, r string) int { return m[verdict.Result(r)] },
 	"wall":    wallTime,
 	"seconds": func(d time.Duration) string { return d.Round(time.Second).String() },
+	"word":    markWord,
+	"fit":     fitClass,
 }).Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -298,6 +337,21 @@ figure { margin: 0; } figcaption { font-size: 85%; color: #555; max-width: 40em;
 <body>
 <h1>meshclaims report — run {{.Env.RunID}}</h1>
 {{if .Env.SetupError}}<div id="setup-error" class="failed"><p><strong>Set-up failed: no claim was measured.</strong></p><pre>{{.Env.SetupError}}</pre></div>{{end}}
+{{with .Guide}}<style>td.pass { background: #e3f4e6; } td.condition { background: #fff3cd; } td.fail { background: #fbe1e1; } td.undecided { background: #eef1f7; }</style>
+<h2 id="guide-summary">GUIDE's decision summary, from this run</h2>
+<table id="guide-decision-summary">
+<tr><th>requirement</th>{{range .Modes}}<th>{{.}}</th>{{end}}</tr>
+{{range .Rows}}<tr><th>{{.Requirement}}</th>{{range .Cells}}<td class="{{word .Mark}}"><strong>{{.Mark}} {{word .Mark}}</strong>: {{.Measured}}{{if .Why}}<br><small>{{.Why}}</small>{{end}}<br>GUIDE: {{.GuideMark}} {{word .GuideMark}}: {{.Guide}}</td>{{end}}</tr>
+{{end}}</table>
+<p id="guide-conclusion"><strong>{{.Conclusion}}</strong></p>
+{{if .Notes}}<ul>{{range .Notes}}<li>{{.}}</li>{{end}}</ul>{{end}}
+<details><summary>the rules behind the marks</summary><ul>{{range .Rows}}<li>{{.Requirement}}: {{.Rule}}</li>{{end}}</ul></details>
+{{end}}
+{{with .Requirements}}<h2 id="requirements">Recommendation per tier ({{.File}})</h2>
+{{range .Tiers}}<p><strong>{{.Sentence}}.</strong></p>
+{{if .Modes}}<table class="requirements"><tr><th>requirement</th>{{range .Modes}}<th>{{.Mode}}</th>{{end}}</tr>
+{{$modes := .Modes}}{{range $i, $c := (index .Modes 0).Checks}}<tr><th>{{$c.Requirement}}</th>{{range $modes}}{{with index .Checks $i}}<td class="{{fit .Fit}}">{{.Fit}}: {{.Evidence}}</td>{{end}}{{end}}</tr>
+{{end}}</table>{{end}}{{end}}{{end}}
 <p><strong>{{count .Summary "reproduced"}} reproduced, {{count .Summary "not reproduced"}} not reproduced, {{count .Summary "inconclusive"}} inconclusive, {{count .Summary "recorded"}} recorded.</strong>
 {{if .Scaled}}Durations were scaled by {{.Env.DurationScale}}: rates and counts come from fewer requests than documented, so their intervals are wider.{{end}}</p>
 <p>The verdicts, claim kinds, bands, intervals and other words of this report are defined in <a id="glossary" href="glossary.md">glossary.md</a>.</p>

@@ -28,6 +28,12 @@ func Markdown(w io.Writer, res *Results, reg *claims.Registry) error {
 	if env.SetupError != "" {
 		p("> **Set-up failed: no claim was measured.** %s\n\n", strings.ReplaceAll(strings.TrimSpace(env.SetupError), "\n", "\n> "))
 	}
+	if g := GuideSummary(res, reg); g != nil {
+		guideMarkdown(p, g)
+	}
+	if res.Requirements != nil {
+		requirementsMarkdown(p, res.Requirements)
+	}
 	p("| where | value |\n|---|---|\n")
 	p("| provider | %s |\n| cluster | %s |\n| Kubernetes | %s |\n| Istio | %s |\n| fortio | %s |\n",
 		dash(env.Provider), dash(env.Cluster), dash(env.Kubernetes), dash(env.Istio), dash(env.Fortio))
@@ -136,7 +142,7 @@ func Markdown(w io.Writer, res *Results, reg *claims.Registry) error {
 		}
 		p("| claim | source | documented | measured | verdict | why |\n|---|---|---|---|---|---|\n")
 		for _, e := range rows {
-			p("| `%s` | %s | %s | %s | %s | %s |\n", e.Claim, cell(e.Source), cell(e.Documented), cell(e.MeasuredText), mark[e.Result], cell(e.Reason))
+			p("| `%s` | %s | %s | %s | %s | %s |\n", e.Claim, cell(e.Source), cell(e.Documented), cell(e.MeasuredText), mark[e.Result]+decidedText(e.Verdict), cell(whyText(e.Verdict)))
 		}
 		var details []Entry
 		for _, e := range rows {
@@ -185,6 +191,31 @@ func Markdown(w io.Writer, res *Results, reg *claims.Registry) error {
 		}
 	}
 	return nil
+}
+
+// decidedText names the part that decided a compound claim's verdict.
+func decidedText(v verdict.Verdict) string {
+	if v.DecidedBy == "" {
+		return ""
+	}
+	return " (decided by " + v.DecidedBy + ")"
+}
+
+// whyText is a verdict's reason, or for a compound claim each part's
+// verdict and reason, an unconfirmable part labelled as such.
+func whyText(v verdict.Verdict) string {
+	if len(v.Parts) == 0 {
+		return v.Reason
+	}
+	var out []string
+	for _, pt := range v.Parts {
+		label := string(pt.Result)
+		if pt.Unconfirmable {
+			label += ", documented count too small to confirm"
+		}
+		out = append(out, fmt.Sprintf("%s: %s: %s", pt.Name, label, pt.Reason))
+	}
+	return strings.Join(out, "; ")
 }
 
 func cell(s string) string {

@@ -391,3 +391,43 @@ func TestProxySummaryForTheWaypoint(t *testing.T) {
 		t.Error("nil proxy has a summary")
 	}
 }
+
+// A compound claim's parts reach results.json and both reports: which part
+// decided the verdict, each part's verdict, and GUIDE's 2 -1s in 60,000
+// labelled as a count no run of its size confirms.
+func TestCompoundParts(t *testing.T) {
+	reg := claimstest.Registry(t)
+	d, err := Create(filepath.Join(t.TempDir(), "run"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.SaveEnvironment(Environment{RunID: "r1", Provider: "local", Modes: []mode.Mode{mode.Sidecar}, DurationScale: 1, Repeats: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Record(Record{Claim: "rollout.baseline", Mode: mode.Sidecar,
+		Measurement: verdict.Measurement{Count: verdict.Int64(396), Total: verdict.Int64(60000), NoResponse: verdict.Int64(0)}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Rebuild(reg); err != nil {
+		t.Fatal(err)
+	}
+	back, err := LoadResults(filepath.Join(d.Path, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := back.Entries[0]
+	if e.Result != verdict.Reproduced || e.DecidedBy != "503 rate" || len(e.Parts) != 2 || !e.Parts[1].Unconfirmable {
+		t.Fatalf("results.json entry: %s decided by %q, parts %+v", e.Result, e.DecidedBy, e.Parts)
+	}
+	for _, f := range []string{"report.md", "report.html"} {
+		b, err := os.ReadFile(filepath.Join(d.Path, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{"decided by 503 rate", "503 rate: reproduced: 503 rate 396/60000", "no-response (-1) rate: reproduced, documented count too small to confirm"} {
+			if !strings.Contains(string(b), want) {
+				t.Errorf("%s lacks %q", f, want)
+			}
+		}
+	}
+}

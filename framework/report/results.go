@@ -30,8 +30,10 @@ import (
 	"github.com/meshclaims/meshclaims"
 	"github.com/meshclaims/meshclaims/framework/claims"
 	"github.com/meshclaims/meshclaims/framework/converge"
+	"github.com/meshclaims/meshclaims/framework/decision"
 	"github.com/meshclaims/meshclaims/framework/loadplan"
 	"github.com/meshclaims/meshclaims/framework/mode"
+	"github.com/meshclaims/meshclaims/framework/requirements"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
 
@@ -221,6 +223,18 @@ type Results struct {
 	// Sources are the documents the entries cite (Entry.Source's key),
 	// by title, date and version, so a reader can find each passage.
 	Sources []CitedSource `json:"sources,omitempty"`
+	// Requirements are the tiers of the results directory's
+	// requirements.yaml, each set against the run's meshed modes; nil
+	// without the file.
+	Requirements *RequirementsResult `json:"requirements,omitempty"`
+}
+
+// RequirementsResult is a requirements file set against a run.
+type RequirementsResult struct {
+	// File is the file as given (-requirements); the directory keeps a
+	// copy as RequirementsFile.
+	File  string                    `json:"file"`
+	Tiers []decision.Recommendation `json:"tiers"`
 }
 
 // CitedSource is one source document an entry's claim comes from.
@@ -437,6 +451,9 @@ func (d *Dir) Rebuild(reg *claims.Registry) (*Results, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := d.judgeRequirements(res, reg); err != nil {
+		return nil, err
+	}
 	if err := writeJSON(filepath.Join(d.Path, "results.json"), res); err != nil {
 		return nil, err
 	}
@@ -455,6 +472,31 @@ func (d *Dir) Rebuild(reg *claims.Registry) (*Results, error) {
 		return nil, err
 	}
 	return res, d.writeHTML(res, reg)
+}
+
+// RequirementsFile is the requirements file (-requirements) as a results
+// directory keeps it: Rebuild sets it against the run whenever it is there.
+const RequirementsFile = "requirements.yaml"
+
+// SaveRequirements keeps f in the directory as RequirementsFile, so every
+// later rebuild sets the run against the same requirements.
+func (d *Dir) SaveRequirements(f *requirements.File) error {
+	return os.WriteFile(filepath.Join(d.Path, RequirementsFile), f.Data, 0o644)
+}
+
+// judgeRequirements sets the directory's requirements, if it keeps any,
+// against res.
+func (d *Dir) judgeRequirements(res *Results, reg *claims.Registry) error {
+	p := filepath.Join(d.Path, RequirementsFile)
+	if _, err := os.Stat(p); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	f, err := requirements.Load(p)
+	if err != nil {
+		return err
+	}
+	res.Requirements = &RequirementsResult{File: RequirementsFile, Tiers: decision.Recommend(GuideSummary(res, reg), DecisionInput(res), reg, f)}
+	return nil
 }
 
 // writeHTML writes report.html whole or not at all.

@@ -57,6 +57,11 @@ func BandsFor(c *claims.Claim, m mode.Mode, u claims.Variant) []Band {
 			}
 			return
 		}
+		if bound, _, ok := unconfirmable(*count, *total, c.Tolerance); ok {
+			// Judged only as an upper bound (judgeRate).
+			out = append(out, Band{Name: name, Low: 0, High: bound})
+			return
+		}
 		add(name, float64(*count)/float64(*total), c.Tolerance)
 	}
 	switch c.Metric {

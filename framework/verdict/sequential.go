@@ -17,7 +17,7 @@ const (
 // RateBands are the bands a rollout load's rates are judged against for
 // claim c in mode m, as judgeRates judges them: the 503 rate's, and the
 // no-response rate's where one is documented; for a documented zero, [0,
-// max_rate]. ok is false when the verdict is not a plain comparison of
+// max_rate], and for a count too small to confirm, [0, its bound]. ok is false when the verdict is not a plain comparison of
 // those rates with bands (another metric, nothing documented, variants,
 // a reduction against a reference run): such a load is never stopped
 // early.
@@ -37,6 +37,9 @@ func RateBands(c *claims.Claim, m mode.Mode) (names []string, bands []sequential
 				return false
 			}
 			b = sequential.Band{Low: 0, High: *c.Tolerance.MaxRate}
+		} else if bound, _, small := unconfirmable(count, *doc.Total, c.Tolerance); small {
+			// Judged only as an upper bound, as judgeRate does.
+			b = sequential.Band{Low: 0, High: bound}
 		} else {
 			lo, hi, _ := band(float64(count)/float64(*doc.Total), c.Tolerance)
 			b = sequential.Band{Low: math.Max(lo, 0), High: math.Min(hi, 1)}

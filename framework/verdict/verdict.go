@@ -118,6 +118,67 @@ type Verdict struct {
 	Documented   string    `json:"documented"`
 	MeasuredText string    `json:"measured"`
 	Reason       string    `json:"reason"`
+	// Parts are the verdicts of each quantity a compound claim judges
+	// (a rollout's 503 rate and its -1 rate, each percentile, a proxy's
+	// memory and CPU), in the order the claim states them; empty for a
+	// claim that judges one quantity.
+	Parts []Part `json:"parts,omitempty"`
+	// DecidedBy names the part whose verdict is the claim's.
+	DecidedBy string `json:"decided_by,omitempty"`
+}
+
+// Part is one judged quantity of a compound claim.
+type Part struct {
+	Name   string `json:"name"`
+	Result Result `json:"result"`
+	Reason string `json:"reason"`
+	// Unconfirmable marks a documented count too small for a run of the
+	// documented size to tell from zero (GUIDE's 2 -1s in 60,000: a run
+	// seeing none could not rule them out). Such a part is judged only as
+	// an upper bound; it can fail the claim, but never make it
+	// inconclusive.
+	Unconfirmable bool `json:"unconfirmable,omitempty"`
+}
+
+// fold is a compound claim's verdict from its parts: the worst part's,
+// except that an unconfirmable part counts only when it is not
+// reproduced. decided is the first part with the claim's verdict,
+// a confirmable one first.
+func fold(parts []Part) (res Result, reason, decided string) {
+	res = Reproduced
+	var reasons []string
+	for _, p := range parts {
+		reasons = append(reasons, p.Reason)
+		if p.Unconfirmable && p.Result != NotReproduced {
+			continue
+		}
+		res = worst(res, p.Result)
+	}
+	return res, strings.Join(reasons, "; "), decidedBy(parts, res)
+}
+
+// decidedBy names the first part whose verdict is res, a confirmable
+// one first.
+func decidedBy(parts []Part, res Result) string {
+	for _, pass := range []bool{false, true} {
+		for _, p := range parts {
+			if p.Unconfirmable == pass && p.Result == res {
+				return p.Name
+			}
+		}
+	}
+	return ""
+}
+
+// setParts sets v's result, reason and parts from parts; one part is no
+// compound, and is kept as the claim's own verdict.
+func (v *Verdict) setParts(parts []Part) {
+	v.Result, v.Reason, v.DecidedBy = fold(parts)
+	if len(parts) > 1 {
+		v.Parts = parts
+		return
+	}
+	v.DecidedBy = ""
 }
 
 // Variant is the setting the measurement ran under that a documented
@@ -193,31 +254,42 @@ func Judge(c *claims.Claim, m mode.Mode, got Measurement) Verdict {
 	case claims.Outcome:
 		v.Result, v.Reason = judgeOutcome(doc, got)
 	case claims.ErrorRate, claims.SuccessRate, claims.DuplicateCount, claims.FailureRate, claims.ConnectFailureRate:
-		v.Result, v.Reason = judgeRates(c, doc, got)
+		parts := judgeRates(c, doc, got)
 		if ref != nil && ref.Compare == claims.RateRatioOf && ref.AppliesTo(m) {
 			r2, s2 := judgeReduction(c, m, doc, got)
-			v.Result, v.Reason = worst(v.Result, r2), v.Reason+"; "+s2
+			parts = append(parts, Part{Name: "ratio to " + ref.Claim, Result: r2, Reason: s2})
 		}
+		v.setParts(parts)
 	case claims.LatencyPercentiles, claims.IntervalMs:
+		var parts []Part
 		if ref != nil && ref.Compare == claims.Difference {
-			v.Result, v.Reason = judgeDifferences(c, doc, got)
-			break
+			v.Result, v.Reason, parts = judgeDifferences(c, doc, got)
+		} else {
+			v.Result, v.Reason, parts = judgePercentiles(c, doc, got)
 		}
-		v.Result, v.Reason = judgePercentiles(c, doc, got)
+		if len(parts) > 1 {
+			v.Parts, v.DecidedBy = parts, decidedBy(parts, v.Result)
+		}
 	case claims.RateRatio:
 		v.Result, v.Reason = judgeRatio(c, doc, got)
 	case claims.Stability:
 		v.Result, v.Reason = judgeStability(c, got)
 	case claims.ProxyFootprint:
-		v.Result, v.Reason = judgeFootprint(c, doc, got)
+		var parts []Part
+		v.Result, v.Reason, parts = judgeFootprint(c, doc, got)
+		if len(parts) > 1 {
+			v.Parts, v.DecidedBy = parts, decidedBy(parts, v.Result)
+		}
 	case claims.Attribution:
 		v.Result, v.Reason = judgeAttribution(c, doc, got)
 	default:
-		v.Result, v.Reason = judgeScalar(c, doc, got)
+		r1, s1 := judgeScalar(c, doc, got)
+		parts := []Part{{Name: "value", Result: r1, Reason: s1}}
 		if doc.At != nil {
 			r2, s2 := judgeGrowth(c, doc, got)
-			v.Result, v.Reason = worst(v.Result, r2), v.Reason+"; "+s2
+			parts = append(parts, Part{Name: fmt.Sprintf("growth to %d Services", doc.At.Services), Result: r2, Reason: s2})
 		}
+		v.setParts(parts)
 	}
 	return v
 }
@@ -236,6 +308,7 @@ func judgeEach(c *claims.Claim, m mode.Mode, doc claims.Value, got Measurement, 
 		if i < 0 {
 			v.Result = worst(v.Result, Inconclusive)
 			reasons = append(reasons, fmt.Sprintf("%s: nothing measured", u))
+			v.Parts = append(v.Parts, Part{Name: u.String(), Result: Inconclusive, Reason: "nothing measured"})
 			continue
 		}
 		sub := got.Each[i]
@@ -246,10 +319,16 @@ func judgeEach(c *claims.Claim, m mode.Mode, doc claims.Value, got Measurement, 
 		sv := Judge(c, m, sub)
 		v.Result = worst(v.Result, sv.Result)
 		reasons = append(reasons, fmt.Sprintf("%s: %s: %s", u, sv.Result, sv.Reason))
+		v.Parts = append(v.Parts, Part{Name: u.String(), Result: sv.Result, Reason: sv.Reason})
 		measured = append(measured, fmt.Sprintf("%s: %s", u, sv.MeasuredText))
 	}
 	v.Reason = strings.Join(reasons, "; ")
 	v.MeasuredText = strings.Join(measured, "; ")
+	if len(v.Parts) > 1 {
+		v.DecidedBy = decidedBy(v.Parts, v.Result)
+	} else {
+		v.Parts = nil
+	}
 	if got.Detail != "" {
 		// Where the runs were made (the VM's kernel), beside their numbers.
 		v.MeasuredText += " (" + got.Detail + ")"
@@ -277,24 +356,78 @@ func judgeOutcome(doc claims.Value, got Measurement) (Result, string) {
 }
 
 // judgeRates judges the primary rate (Count of Total) and, where the claim
-// documents it, the no-response rate (fortio -1); both must hold.
-func judgeRates(c *claims.Claim, doc claims.Value, got Measurement) (Result, string) {
+// documents it, the no-response rate (fortio -1): one part each.
+func judgeRates(c *claims.Claim, doc claims.Value, got Measurement) []Part {
+	label := map[claims.Metric]string{claims.ErrorRate: "503 rate", claims.SuccessRate: "non-200 rate", claims.DuplicateCount: "duplicate rate", claims.FailureRate: "client-visible failure rate", claims.ConnectFailureRate: "connect failure rate"}[c.Metric]
 	if got.Count == nil || got.Total == nil || *got.Total == 0 {
-		return Inconclusive, "no requests were measured"
+		return []Part{{Name: label, Result: Inconclusive, Reason: "no requests were measured"}}
 	}
 	if doc.Count == nil || doc.Total == nil {
-		return Inconclusive, "the registry documents no count for this mode"
+		return []Part{{Name: label, Result: Inconclusive, Reason: "the registry documents no count for this mode"}}
 	}
-	label := map[claims.Metric]string{claims.ErrorRate: "503 rate", claims.SuccessRate: "non-200 rate", claims.DuplicateCount: "duplicate rate", claims.FailureRate: "client-visible failure rate", claims.ConnectFailureRate: "connect failure rate"}[c.Metric]
-	r1, s1 := judgeRate(label, *got.Count, *got.Total, *doc.Count, *doc.Total, c.Tolerance)
+	parts := []Part{judgeRate(label, *got.Count, *got.Total, *doc.Count, *doc.Total, c.Tolerance)}
 	if doc.Unanswered == nil || got.NoResponse == nil {
-		return r1, s1
+		return parts
 	}
-	r2, s2 := judgeRate("no-response (-1) rate", *got.NoResponse, *got.Total, *doc.Unanswered, *doc.Total, c.Tolerance)
-	return worst(r1, r2), s1 + "; " + s2
+	return append(parts, judgeRate("no-response (-1) rate", *got.NoResponse, *got.Total, *doc.Unanswered, *doc.Total, c.Tolerance))
 }
 
-func judgeRate(label string, count, total, docCount, docTotal int64, tol claims.Tolerance) (Result, string) {
+func judgeRate(label string, count, total, docCount, docTotal int64, tol claims.Tolerance) Part {
+	part := Part{Name: label}
+	part.Result, part.Reason = rateResult(label, count, total, docCount, docTotal, tol)
+	if docCount == 0 {
+		return part
+	}
+	// A documented count that zero events in as many requests would not
+	// rule out cannot be confirmed by a run of the documented size: judge
+	// it only as the upper bound it sets (the band's top, or the claim's
+	// zero threshold where that is higher), so it can fail the claim but
+	// cannot hold the other parts' verdict undecided.
+	d := float64(docCount) / float64(docTotal)
+	bound, zeroHigh, ok := unconfirmable(docCount, docTotal, tol)
+	if !ok {
+		return part
+	}
+	p, err := stats.Wilson(count, total, Confidence)
+	if err != nil {
+		return part
+	}
+	part.Unconfirmable = true
+	why := fmt.Sprintf("documented %d/%d = %s is too small for a run of %d requests to confirm (0 of %d has upper bound %s), so it is judged as at most %s",
+		docCount, docTotal, pct(d), docTotal, docTotal, pct(zeroHigh), pct(bound))
+	switch {
+	case p.CI.High <= bound:
+		part.Result, part.Reason = Reproduced, fmt.Sprintf("%s %s: %s: upper bound %s, consistent", label, p, why, pct(p.CI.High))
+	case p.CI.Low > bound:
+		part.Result, part.Reason = NotReproduced, fmt.Sprintf("%s %s: %s: lower bound %s is above it", label, p, why, pct(p.CI.Low))
+	default:
+		part.Result, part.Reason = Inconclusive, fmt.Sprintf("%s %s: %s: upper bound %s, too few requests to show it", label, p, why, pct(p.CI.High))
+	}
+	return part
+}
+
+// unconfirmable reports whether a documented nonzero count is too small
+// for a run of the documented size to tell from zero (zero events in as
+// many requests would not rule it out: their upper bound zeroHigh reaches
+// the documented rate), and the upper bound it is then judged against:
+// the top of its band, or the claim's max_rate where that is higher.
+func unconfirmable(docCount, docTotal int64, tol claims.Tolerance) (bound, zeroHigh float64, ok bool) {
+	if docCount <= 0 || docTotal <= 0 {
+		return 0, 0, false
+	}
+	d := float64(docCount) / float64(docTotal)
+	zero, err := stats.Wilson(0, docTotal, Confidence)
+	if err != nil || zero.CI.High < d {
+		return 0, 0, false
+	}
+	_, bound, _ = band(d, tol)
+	if tol.MaxRate != nil && *tol.MaxRate > bound {
+		bound = *tol.MaxRate
+	}
+	return bound, zero.CI.High, true
+}
+
+func rateResult(label string, count, total, docCount, docTotal int64, tol claims.Tolerance) (Result, string) {
 	p, err := stats.Wilson(count, total, Confidence)
 	if err != nil {
 		return Inconclusive, fmt.Sprintf("%s: %v", label, err)
@@ -329,11 +462,11 @@ func judgeRate(label string, count, total, docCount, docTotal int64, tol claims.
 // judgeDifferences judges each percentile's difference from the same run's
 // reference mode against the documented difference, so a cluster whose
 // absolute latency differs from the source's can still show the overhead.
-func judgeDifferences(c *claims.Claim, doc claims.Value, got Measurement) (Result, string) {
+func judgeDifferences(c *claims.Claim, doc claims.Value, got Measurement) (Result, string, []Part) {
 	ref := c.Reference.Mode
 	docRef := c.Documented[ref]
 	if got.Reference == nil || len(got.Reference.Percentiles) == 0 {
-		return Inconclusive, fmt.Sprintf("no same-run %s percentiles were measured to take differences from", ref)
+		return Inconclusive, fmt.Sprintf("no same-run %s percentiles were measured to take differences from", ref), nil
 	}
 	docDiff, gotDiff := map[string]float64{}, map[string]float64{}
 	for k, d := range doc.Percentiles {
@@ -348,8 +481,11 @@ func judgeDifferences(c *claims.Claim, doc claims.Value, got Measurement) (Resul
 			}
 		}
 	}
-	res, s := judgePercentiles(c, claims.Value{Percentiles: docDiff}, Measurement{Percentiles: gotDiff})
-	return res, fmt.Sprintf("over %s of the same run, %s", ref, s)
+	res, s, parts := judgePercentiles(c, claims.Value{Percentiles: docDiff}, Measurement{Percentiles: gotDiff})
+	for i := range parts {
+		parts[i].Reason = fmt.Sprintf("over %s of the same run, %s", ref, parts[i].Reason)
+	}
+	return res, fmt.Sprintf("over %s of the same run, %s", ref, s), parts
 }
 
 // judgeReduction judges the claim's rate over the reference claim's rate in
@@ -386,33 +522,36 @@ func judgeReduction(c *claims.Claim, m mode.Mode, doc claims.Value, got Measurem
 		fmt.Sprintf("%s %s (%d/%d over %d/%d) vs documented %s (%s: [%s, %s])", label, r, *got.Count, *got.Total, *got.Reference.Count, *got.Reference.Total, num(d), how, num(lo), num(hi))
 }
 
-func judgePercentiles(c *claims.Claim, doc claims.Value, got Measurement) (Result, string) {
+func judgePercentiles(c *claims.Claim, doc claims.Value, got Measurement) (Result, string, []Part) {
 	if len(doc.Percentiles) == 0 {
-		return Inconclusive, "the registry documents no percentiles for this mode"
+		return Inconclusive, "the registry documents no percentiles for this mode", nil
 	}
 	if len(got.Percentiles) == 0 {
-		return Inconclusive, "no percentiles were measured"
+		return Inconclusive, "no percentiles were measured", nil
 	}
 	keys := sortedPercentiles(doc.Percentiles)
 	res := Reproduced
-	var parts []string
+	var texts []string
+	var parts []Part
+	_, _, how := band(1, c.Tolerance)
 	for _, k := range keys {
 		d := doc.Percentiles[k]
 		m, ok := got.Percentiles[k]
 		if !ok {
 			res = worst(res, Inconclusive)
-			parts = append(parts, fmt.Sprintf("P%s not measured", k))
+			texts = append(texts, fmt.Sprintf("P%s not measured", k))
+			parts = append(parts, Part{Name: "P" + k, Result: Inconclusive, Reason: fmt.Sprintf("P%s not measured", k)})
 			continue
 		}
 		lo, hi, _ := band(d, c.Tolerance)
-		mark := "ok"
+		mark, r := "ok", Reproduced
 		if m < lo || m > hi {
-			res, mark = NotReproduced, "out"
+			res, mark, r = NotReproduced, "out", NotReproduced
 		}
-		parts = append(parts, fmt.Sprintf("P%s %s vs %s (%s)", k, num(m), num(d), mark))
+		texts = append(texts, fmt.Sprintf("P%s %s vs %s (%s)", k, num(m), num(d), mark))
+		parts = append(parts, Part{Name: "P" + k, Result: r, Reason: fmt.Sprintf("ms, P%s %s vs documented %s (%s: [%s, %s])", k, num(m), num(d), how, num(lo), num(hi))})
 	}
-	_, _, how := band(1, c.Tolerance)
-	return res, fmt.Sprintf("ms, measured vs documented, %s each: %s", how, strings.Join(parts, ", "))
+	return res, fmt.Sprintf("ms, measured vs documented, %s each: %s", how, strings.Join(texts, ", ")), parts
 }
 
 func judgeRatio(c *claims.Claim, doc claims.Value, got Measurement) (Result, string) {
@@ -461,12 +600,12 @@ const MinLoadShare = 0.9
 // cores), each in its band from the one tolerance; reproduced needs both.
 // Under a load that fell short of the setup's qps it is inconclusive
 // whatever the numbers.
-func judgeFootprint(c *claims.Claim, doc claims.Value, got Measurement) (Result, string) {
+func judgeFootprint(c *claims.Claim, doc claims.Value, got Measurement) (Result, string, []Part) {
 	if doc.Value == nil || doc.VCPU == nil {
-		return Inconclusive, "the registry documents no working set and CPU for this mode"
+		return Inconclusive, "the registry documents no working set and CPU for this mode", nil
 	}
 	if got.Value == nil || got.VCPU == nil {
-		return Inconclusive, "no working set and CPU were measured"
+		return Inconclusive, "no working set and CPU were measured", nil
 	}
 	mlo, mhi, how := band(*doc.Value, c.Tolerance)
 	clo, chi, _ := band(*doc.VCPU, c.Tolerance)
@@ -479,19 +618,35 @@ func judgeFootprint(c *claims.Claim, doc claims.Value, got Measurement) (Result,
 	s := fmt.Sprintf("working set %s MiB vs documented %s (%s: [%s, %s], %s), CPU %s vCPU vs documented %s ([%s, %s], %s)",
 		num(*got.Value), num(*doc.Value), how, num(mlo), num(mhi), mark(*got.Value, mlo, mhi),
 		num(*got.VCPU), num(*doc.VCPU), num(clo), num(chi), mark(*got.VCPU, clo, chi))
+	in := func(v, lo, hi float64) Result {
+		if mark(v, lo, hi) == "in" {
+			return Reproduced
+		}
+		return NotReproduced
+	}
+	parts := []Part{
+		{Name: "working set", Result: in(*got.Value, mlo, mhi), Reason: fmt.Sprintf("working set %s MiB vs documented %s (%s: [%s, %s])", num(*got.Value), num(*doc.Value), how, num(mlo), num(mhi))},
+		{Name: "CPU", Result: in(*got.VCPU, clo, chi), Reason: fmt.Sprintf("CPU %s vCPU vs documented %s ([%s, %s])", num(*got.VCPU), num(*doc.VCPU), num(clo), num(chi))},
+	}
 	if want := c.Setup.QPS; want > 0 {
+		load := Part{Name: "load", Result: Reproduced}
 		if got.AchievedQPS == nil {
-			return Inconclusive, s + "; the load's achieved qps was not recorded"
+			load.Result, load.Reason = Inconclusive, "the load's achieved qps was not recorded"
+			return Inconclusive, s + "; " + load.Reason, append(parts, load)
 		}
 		s += fmt.Sprintf(", under %s qps (documented %s)", num(*got.AchievedQPS), num(want))
+		load.Reason = fmt.Sprintf("%s qps of the documented %s", num(*got.AchievedQPS), num(want))
 		if *got.AchievedQPS < MinLoadShare*want {
-			return Inconclusive, s + fmt.Sprintf(": the load reached under %s of the documented rate", pct(MinLoadShare))
+			load.Result = Inconclusive
+			load.Reason += fmt.Sprintf(": under %s of the documented rate", pct(MinLoadShare))
+			return Inconclusive, s + fmt.Sprintf(": the load reached under %s of the documented rate", pct(MinLoadShare)), append(parts, load)
 		}
+		parts = append(parts, load)
 	}
 	if mark(*got.Value, mlo, mhi) == "in" && mark(*got.VCPU, clo, chi) == "in" {
-		return Reproduced, s
+		return Reproduced, s, parts
 	}
-	return NotReproduced, s
+	return NotReproduced, s, parts
 }
 
 // judgeGrowth judges how much the value grew from none to the documented

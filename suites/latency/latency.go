@@ -8,6 +8,8 @@ import (
 	"math"
 
 	"github.com/meshclaims/meshclaims/framework/claims"
+	"github.com/meshclaims/meshclaims/framework/decision"
+	"github.com/meshclaims/meshclaims/framework/load"
 	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/spec"
 	"github.com/meshclaims/meshclaims/framework/stats"
@@ -91,8 +93,17 @@ var _ = spec.Declare(spec.Def{
 		if d := math.Abs(o.Delta); d < math.Max(bw, vw) {
 			r.Logf("P50 overhead %+.3f ms is narrower than the P50 buckets (%.3f ms baseline, %.3f ms %s): fortio's interpolation, not resolved data", o.Delta, bw, vw, r.Mode)
 		}
-		return verdict.Measurement{Value: verdict.Float64(o.Delta), Extra: map[string]float64{"p50_ms": v, "baseline_p50_ms": b, "factor": o.Factor,
-			"p50_bucket_ms": vw, "baseline_p50_bucket_ms": bw}}, nil
+		extra := map[string]float64{"p50_ms": v, "baseline_p50_ms": b, "factor": o.Factor,
+			"p50_bucket_ms": vw, "baseline_p50_bucket_ms": bw}
+		// The overhead's 95% interval from both histograms (order
+		// statistics widened to their buckets), which the report's
+		// decision summary sets beside the figure.
+		if d, err := stats.QuantileDifference(buckets(base), buckets(run), 0.5, verdict.Confidence); err == nil {
+			extra[decision.ExtraCILow], extra[decision.ExtraCIHigh] = d.CI.Low*1000, d.CI.High*1000
+		} else {
+			r.Logf("P50 overhead interval: %v", err)
+		}
+		return verdict.Measurement{Value: verdict.Float64(o.Delta), Extra: extra}, nil
 	},
 })
 
@@ -121,3 +132,16 @@ var _ = spec.Declare(spec.Def{
 		return verdict.Measurement{Value: verdict.Float64(o.Delta), Extra: map[string]float64{"p50_ms": v, "sidecar_p50_ms": b}}, nil
 	},
 })
+
+// buckets is a run's latency histogram in seconds.
+func buckets(run *load.Run) []stats.Bucket {
+	h := run.Result.DurationHistogram
+	if h == nil {
+		return nil
+	}
+	out := make([]stats.Bucket, 0, len(h.Data))
+	for _, b := range h.Data {
+		out = append(out, stats.Bucket{Low: b.Start, High: b.End, Count: b.Count})
+	}
+	return out
+}
