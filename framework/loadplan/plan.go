@@ -125,7 +125,7 @@ func Write(w io.Writer, modes []mode.Mode, scale float64, specs []Spec, costs *C
 			e.Unknown++
 		}
 	} else {
-		fmt.Fprintf(w, "  suite set-up and per-spec costs beyond loads: unknown (no earlier run's results to read them from)\n")
+		fmt.Fprintf(w, "  suite set-up and per-spec costs beyond loads: unknown (no earlier run's results to read them from, nor a record the project keeps of these modes)\n")
 		e.Unknown++
 	}
 	seen := map[Load]string{}

@@ -49,8 +49,9 @@ type shipped struct {
 // ShippedRecords; the records chosen are joined (each spec's cost from the
 // first that measured it, the set-up the longest, as loadplan.MergeCosts
 // does). From says which records and of what scale and provider; Notes
-// what the plan still does not know from them. nil when no shipped record
-// measured any of keys.
+// what the plan still does not know from them (another provider, another
+// scale, a mode no record measured). nil when no shipped record measured
+// any of keys.
 func ShippedCosts(root, provider string, scale float64, modes []mode.Mode, keys []string) *loadplan.Costs {
 	var all []shipped
 	for _, rel := range ShippedRecords {
@@ -67,6 +68,7 @@ func ShippedCosts(root, provider string, scale float64, modes []mode.Mode, keys 
 		all = append(all, shipped{rel: rel, provider: env.Provider, costs: c})
 	}
 	var chosen []shipped
+	var unrecorded []string
 	for _, m := range modes {
 		best, bestCovered, bestSame := -1, 0, false
 		for i, s := range all {
@@ -84,7 +86,10 @@ func ShippedCosts(root, provider string, scale float64, modes []mode.Mode, keys 
 				best, bestCovered, bestSame = i, covered, same
 			}
 		}
-		if best >= 0 && !slices.ContainsFunc(chosen, func(s shipped) bool { return s.rel == all[best].rel }) {
+		switch {
+		case best < 0:
+			unrecorded = append(unrecorded, string(m))
+		case !slices.ContainsFunc(chosen, func(s shipped) bool { return s.rel == all[best].rel }):
 			chosen = append(chosen, all[best])
 		}
 	}
@@ -131,6 +136,11 @@ func ShippedCosts(root, provider string, scale float64, modes []mode.Mode, keys 
 		out.Scale = scale
 	} else {
 		out.Notes = append(out.Notes, "costs that scale with -duration-scale (kubeproxy's extra Services, the loads of specs that do not declare them) are those of the record's scale, not this plan's")
+	}
+	if len(unrecorded) > 0 {
+		// A mode's set-up can exceed the records' (ambient's ztunnel and
+		// CNI node agent), so the set-up taken is a floor.
+		out.Notes = append(out.Notes, fmt.Sprintf("no record measured the mode(s) %s: their specs' costs are unknown, and the set-up they need may take longer than the records'", strings.Join(unrecorded, ", ")))
 	}
 	out.Notes = slices.Compact(out.Notes)
 	return out

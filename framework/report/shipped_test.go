@@ -45,7 +45,8 @@ func TestShippedCosts(t *testing.T) {
 		{"none at 0.05 on kind", "kind", 0.05, []mode.Mode{mode.None}, none, []string{"(testdata/examples/local-none)"}, []string{"kind's set-up also creates"}},
 		{"none at 1", "local", 1, []mode.Mode{mode.None}, none, []string{"(testdata/bench/scale1/bench-0-fixed-none)"}, nil},
 		{"sidecar at 0.05", "local", 0.05, []mode.Mode{mode.Sidecar}, sidecar, []string{"(testdata/bench/scale1/bench-0-fixed-sidecar): local provider, -duration-scale=1"}, []string{"those of the record's scale"}},
-		{"none,sidecar at 0.05", "existing", 0.05, []mode.Mode{mode.None, mode.Sidecar}, append(none, sidecar...), []string{"(testdata/examples/local-none)", "(testdata/bench/scale1/bench-0-fixed-sidecar)"}, []string{"an existing cluster's set-up creates no cluster", "those of the record's scale"}},
+		{"all at 0.05", "local", 0.05, []mode.Mode{mode.None, mode.Sidecar, mode.AmbientL4, mode.AmbientL7}, append(append([]string{}, none...), sidecar...), []string{"(testdata/examples/local-none)", "(testdata/bench/scale1/bench-0-fixed-sidecar)"}, []string{"no record measured the mode(s) ambient-l4, ambient-l7", "those of the record's scale"}},
+		{"none,sidecar at 0.05", "existing", 0.05, []mode.Mode{mode.None, mode.Sidecar}, append(append([]string{}, none...), sidecar...), []string{"(testdata/examples/local-none)", "(testdata/bench/scale1/bench-0-fixed-sidecar)"}, []string{"an existing cluster's set-up creates no cluster", "those of the record's scale"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := report.ShippedCosts(root, tc.provider, tc.scale, tc.modes, tc.keys)
