@@ -117,7 +117,8 @@ type Config struct {
 	// PlanCosts is the results directory whose measured costs the plan
 	// reads, or several comma-separated (loadplan.MergeCosts); empty = the
 	// earlier run of the same provider under ResultsRoot that suits the
-	// plan best (report.LatestCosts).
+	// plan best (report.LatestCosts), or without one of the plan's scale
+	// the project's records (report.ShippedCosts).
 	PlanCosts string
 	// ConcurrentModes runs the selected modes' rate loads (the T1 rollout
 	// runs) at once, each in its own namespace against its own echo, with
@@ -196,7 +197,7 @@ func Register(fs *flag.FlagSet) *Config {
 	fs.DurationVar(&c.Timeouts.WorkloadsReady, "ready-timeout", c.Timeouts.WorkloadsReady, "limit for a mode's workloads to become ready")
 	fs.BoolVar(&c.Sequential, "sequential", true, "stop a rollout load as soon as its verdict can no longer change (anytime-valid confidence sequences over restart cycles, at least 20 cycles; only loads every reader judges on their rates against bands); false runs the source's fixed durations")
 	fs.BoolVar(&c.Plan, "plan", false, "print the plan (per mode and spec the loads and their durations at -duration-scale, the set-up costs an earlier run measured, the estimated total) and run nothing; dry runs print it too")
-	fs.StringVar(&c.PlanCosts, "plan-costs", "", "results directory of an earlier run whose measured set-up and per-spec costs the plan uses, or several, comma-separated (each spec's cost from the first that measured it, the set-up the longest: for modes measured in separate runs); default: the earlier run of the same -provider under -results of the same -duration-scale that measured most of the planned specs, the newest among equals")
+	fs.StringVar(&c.PlanCosts, "plan-costs", "", "results directory of an earlier run whose measured set-up and per-spec costs the plan uses, or several, comma-separated (each spec's cost from the first that measured it, the set-up the longest: for modes measured in separate runs); default: the earlier run of the same -provider under -results of the same -duration-scale that measured most of the planned specs, the newest among equals; without one of that scale, the project's records under testdata/ (the plan names them)")
 	fs.BoolVar(&c.ConcurrentModes, "concurrent-modes", false, "run the selected modes' rollout loads (GUIDE T1, the same claim's same load and hardening) at once, each in its own namespace against its own echo with its own restart loop, and check in the same run that one mode's rates and P50 alongside the others match a reference run alone; latency loads (T5, latency.*, sidecar cost) still run alone. Needs two or more modes")
 	fs.StringVar(&c.RequirementsFile, "requirements", "", "YAML file of workload tiers and what each needs (mTLS, L7 routing, NetworkPolicies as they are, at most a P50 overhead and a rollout error rate; testdata/requirements/): the report recommends per tier the modes that meet every requirement, and the run fails when a tier has none")
 	registerImageFlags(fs, c)

@@ -97,6 +97,25 @@ func TestWriteCountsSharedLoadsOnceAndStatesUnknownCosts(t *testing.T) {
 	if !strings.Contains(b.String(), "that run's -duration-scale (0.05) is not this plan's (1)") {
 		t.Errorf("plan at scale 1 with a record at 0.05 does not say so:\n%s", b.String())
 	}
+	// The loads are counted at the plan's scale, and it says so; what no
+	// record measures is named.
+	if !strings.Contains(out, "loads 1m36s at -duration-scale=0.05, each to its end") || strings.Contains(out, "full duration") || !strings.Contains(out, "not included: building the test binary") {
+		t.Errorf("plan's total line:\n%s", out)
+	}
+	// Costs from the project's records name each record and what they do
+	// not tell the plan, in place of the one run's line.
+	b.Reset()
+	costs.From = []string{"r1 (testdata/r1): local provider, -duration-scale=0.05"}
+	costs.Notes = []string{"these are the local provider's costs"}
+	loadplan.Write(&b, []mode.Mode{mode.None, mode.Sidecar}, 0.05, specs, costs, loadplan.Concurrency{})
+	for _, want := range []string{"from the project's records", "    r1 (testdata/r1): local provider", "  note: these are the local provider's costs"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("plan lacks %q:\n%s", want, b.String())
+		}
+	}
+	if strings.Contains(b.String(), "costs beyond loads from run r1") {
+		t.Errorf("plan from records names one run:\n%s", b.String())
+	}
 }
 
 // Sidecar's T1 baseline run, declared by its four readers (rollout.baseline,

@@ -38,6 +38,11 @@ type Costs struct {
 	// loads of their own; counted by Beyond alone, a plan of sidecar at
 	// scale 1 came out 5 min short of the run).
 	Whole map[string]time.Duration
+	// From says where the costs come from when that is more than one run
+	// of this plan's scale (the project's records, report.ShippedCosts),
+	// one line per record; Notes what those records do not tell this
+	// plan (another provider, another scale).
+	From, Notes []string
 }
 
 // cost is what the plan adds for s: its whole wall time when its loads
@@ -59,7 +64,7 @@ func Key(claim string, m mode.Mode) string { return fmt.Sprintf("%s [%s]", claim
 
 // Estimate is the plan's sum.
 type Estimate struct {
-	Loads time.Duration // every distinct load once, at full duration
+	Loads time.Duration // every distinct load once, at its declared length (the run's -duration-scale)
 	// Known are the set-up and per-spec costs an earlier run measured.
 	Known time.Duration
 	// Unknown counts specs (and the suite set-up) with no measured cost.
@@ -95,12 +100,22 @@ func Write(w io.Writer, modes []mode.Mode, scale float64, specs []Spec, costs *C
 	}
 	fmt.Fprintf(w, "plan: -mode=%s -duration-scale=%g, %d specs\n", strings.Join(names, ","), scale, len(specs))
 	if costs != nil {
-		fmt.Fprintf(w, "  costs beyond loads from run %s (-duration-scale=%g)\n", costs.Run, costs.Scale)
-		if costs.Scale != scale {
-			// Some work beyond loads scales too (kubeproxy.service-scale's
-			// extra Services, 10,000 at scale 1): a record of another
-			// scale misjudges it.
-			fmt.Fprintf(w, "  note: that run's -duration-scale (%g) is not this plan's (%g); costs that scale with it (e.g. kubeproxy.service-scale's extra Services) will differ\n", costs.Scale, scale)
+		if len(costs.From) > 0 {
+			fmt.Fprintf(w, "  set-up and costs beyond loads from the project's records (no earlier run of this scale under -results to read them from; -plan-costs names others):\n")
+			for _, f := range costs.From {
+				fmt.Fprintf(w, "    %s\n", f)
+			}
+		} else {
+			fmt.Fprintf(w, "  costs beyond loads from run %s (-duration-scale=%g)\n", costs.Run, costs.Scale)
+			if costs.Scale != scale {
+				// Some work beyond loads scales too (kubeproxy.service-scale's
+				// extra Services, 10,000 at scale 1): a record of another
+				// scale misjudges it.
+				fmt.Fprintf(w, "  note: that run's -duration-scale (%g) is not this plan's (%g); costs that scale with it (e.g. kubeproxy.service-scale's extra Services) will differ\n", costs.Scale, scale)
+			}
+		}
+		for _, n := range costs.Notes {
+			fmt.Fprintf(w, "  note: %s\n", n)
 		}
 		if costs.SetUp > 0 {
 			fmt.Fprintf(w, "  suite set-up: %s (measured)\n", costs.SetUp.Round(time.Second))
@@ -110,7 +125,7 @@ func Write(w io.Writer, modes []mode.Mode, scale float64, specs []Spec, costs *C
 			e.Unknown++
 		}
 	} else {
-		fmt.Fprintf(w, "  suite set-up and per-spec costs beyond loads: unknown (no earlier run's results to read them from)\n")
+		fmt.Fprintf(w, "  suite set-up and per-spec costs beyond loads: unknown (no earlier run's results to read them from, nor a record the project keeps of these modes)\n")
 		e.Unknown++
 	}
 	seen := map[Load]string{}
@@ -174,16 +189,19 @@ func Write(w io.Writer, modes []mode.Mode, scale float64, specs []Spec, costs *C
 		fmt.Fprintf(w, "interference check: one reference run alone of the first group to run (in this order: %s), %s\n", reference, e.Reference)
 	}
 	if e.Groups > 0 {
-		fmt.Fprintf(w, "estimated total: %s = loads %s at full duration (%d distinct, %d uses shared; %d run at once in %d groups, each counted at its longest) + interference reference %s + measured costs %s",
-			e.Total().Round(time.Second), e.Loads, len(seen), e.Shared, e.AtOnce, e.Groups, e.Reference, e.Known.Round(time.Second))
+		fmt.Fprintf(w, "estimated total: %s = loads %s at -duration-scale=%g, each to its end (%d distinct, %d uses shared; %d run at once in %d groups, each counted at its longest) + interference reference %s + measured costs %s",
+			e.Total().Round(time.Second), e.Loads, scale, len(seen), e.Shared, e.AtOnce, e.Groups, e.Reference, e.Known.Round(time.Second))
 	} else {
-		fmt.Fprintf(w, "estimated total: %s = loads %s at full duration (%d distinct, %d uses shared) + measured costs %s",
-			e.Total().Round(time.Second), e.Loads, len(seen), e.Shared, e.Known.Round(time.Second))
+		fmt.Fprintf(w, "estimated total: %s = loads %s at -duration-scale=%g, each to its end (%d distinct, %d uses shared) + measured costs %s",
+			e.Total().Round(time.Second), e.Loads, scale, len(seen), e.Shared, e.Known.Round(time.Second))
 	}
 	if e.Unknown > 0 {
 		fmt.Fprintf(w, "; %d costs unknown, not included", e.Unknown)
 	}
 	fmt.Fprintln(w)
+	// The estimate ends where the last spec does (a run's recorded
+	// finish); what go test adds around it is not measured by any record.
+	fmt.Fprintf(w, "  not included: building the test binary, the clean-up after the last spec and writing the report\n")
 	return e
 }
 

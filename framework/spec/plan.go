@@ -8,6 +8,7 @@ import (
 
 	"github.com/meshclaims/meshclaims/framework/interference"
 	"github.com/meshclaims/meshclaims/framework/loadplan"
+	"github.com/meshclaims/meshclaims/framework/repo"
 	"github.com/meshclaims/meshclaims/framework/report"
 )
 
@@ -58,7 +59,8 @@ func PlanLoads(ctx context.Context, planned []Planned, env *Env) ([]loadplan.Spe
 // WritePlan prints the plan of a run with env's configuration
 // (loadplan.Write): the planned specs' declared loads, the costs measured
 // by the runs in Config.PlanCosts (comma-separated, loadplan.MergeCosts) or else the earlier run of the same
-// provider that suits the plan best (report.LatestCosts: same scale, most of its specs, newest), and the estimated total.
+// provider that suits the plan best (report.LatestCosts: same scale, most of its specs, newest), or, when
+// there is none of the plan's scale, the project's own records (report.ShippedCosts), and the estimated total.
 func WritePlan(ctx context.Context, w io.Writer, planned []Planned, env *Env) (loadplan.Estimate, error) {
 	specs, costs, err := planParts(ctx, planned, env)
 	if err != nil {
@@ -113,6 +115,16 @@ func planParts(ctx context.Context, planned []Planned, env *Env) ([]loadplan.Spe
 			keys[i] = loadplan.Key(s.Claim, s.Mode)
 		}
 		costs = report.LatestCosts(cfg.ResultsRoot, cfg.Provider, cfg.ResultsDir, cfg.DurationScale, keys)
+		// The user's own run of this scale knows their machine best; without
+		// one, the project's records of this scale come before an own run of
+		// another scale (whose kubeproxy fill and undeclared loads differ).
+		if costs == nil || costs.Scale != cfg.DurationScale {
+			if root, err := repo.Root(); err == nil {
+				if s := report.ShippedCosts(root, cfg.Provider, cfg.DurationScale, cfg.Modes, keys); s != nil && (costs == nil || s.Scale == cfg.DurationScale) {
+					costs = s
+				}
+			}
+		}
 	}
 	return specs, costs, nil
 }
