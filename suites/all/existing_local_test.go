@@ -234,7 +234,11 @@ func TestExistingProviderOnLocalCluster(t *testing.T) {
 			len(theirBefore), calls.Sent-theirCalls.Sent, calls.Succeeded-theirCalls.Succeeded, calls.Failed-theirCalls.Failed)
 	}
 	if os.Getenv("MESHCLAIMS_EXISTING_DRIFT") != "0" {
-		checkDriftGuardOnRealPath(t, bin, k, reg, results)
+		var theirs func(inventory.Object) (bool, string)
+		if their != nil {
+			theirs = func(o inventory.Object) (bool, string) { return their.theirWrite(ctx, o, rootCerts) }
+		}
+		checkDriftGuardOnRealPath(t, bin, k, reg, results, theirs)
 	}
 	if their != nil {
 		their.negativeControls(t, theirBefore)
