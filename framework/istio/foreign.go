@@ -87,6 +87,10 @@ type Found struct {
 	// Notes say how far the look went where it was narrowed but not
 	// blind (Helm releases in Istio's namespace only).
 	Notes []string `json:"notes,omitempty"`
+	// Ours are the releases an earlier run of this suite installed and
+	// left (-keep-cluster): not foreign, but an Istio -istio-install=skip
+	// can qualify.
+	Ours []string `json:"ours,omitempty"`
 }
 
 // Any says whether anything of a foreign Istio was found.
@@ -169,6 +173,7 @@ func FindForeign(ctx context.Context, cfg *rest.Config) (Found, error) {
 		}
 		if r.Labels[LabelManagedBy] == ManagedBy {
 			ours[r.Namespace+"/"+r.Name] = true
+			f.Ours = append(f.Ours, r.Namespace+"/"+r.Name)
 			continue
 		}
 		rev, _ := r.Config["revision"].(string)
@@ -349,7 +354,7 @@ func (b Beside) Decide(f Found) error {
 	}
 	switch {
 	case b.Method == MethodSkip:
-		if !f.Any() {
+		if !f.Any() && len(f.Ours) == 0 {
 			return fmt.Errorf("istio: -istio-install=skip qualifies the Istio this cluster runs, and none was found (no Istio Helm release, istiod Deployment, Istio webhook, ztunnel or istio-cni DaemonSet)%s. Nothing was written. Install Istio first, or run without -istio-install=skip to let the suite install it", unseen)
 		}
 		return nil

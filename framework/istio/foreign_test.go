@@ -63,8 +63,8 @@ func TestFindForeignOnAPIServer(t *testing.T) {
 	// What that release created, as a release of istiod would carry it.
 	helmOwned := map[string]string{"meta.helm.sh/release-name": "istio-base", "meta.helm.sh/release-namespace": "istio-ours"}
 	mkIstiod(t, cs, "istio-ours", "istiod", "", helmOwned)
-	if f := found(); f.Any() {
-		t.Fatalf("the suite's own release and objects read as foreign: %v", f.Components)
+	if f := found(); f.Any() || len(f.Ours) != 1 || f.Ours[0] != "istio-ours/istio-base" {
+		t.Fatalf("the suite's own release and objects: foreign %v, ours %v; want none foreign and istio-ours/istio-base ours", f.Components, f.Ours)
 	}
 
 	// Theirs, one kind at a time.
@@ -167,6 +167,7 @@ func TestDecideBesideForeignIstio(t *testing.T) {
 			[]string{"Deployment istio-system/istiod", "-istio-install=skip", "-istio-revision=NAME", "Nothing was written"}},
 		{"skip qualifies what runs", Beside{Method: MethodSkip, Modes: ambient}, Found{Components: []Component{istiod, zt}}, nil},
 		{"skip with nothing to qualify", Beside{Method: MethodSkip, Modes: sidecar}, Found{}, []string{"none was found"}},
+		{"skip on a kept cluster with the suite's own Istio", Beside{Method: MethodSkip, Modes: sidecar}, Found{Ours: []string{"istio-system/istiod"}}, nil},
 		{"revision beside istiod", Beside{Method: MethodHelm, Revision: "qual", Modes: sidecar}, Found{Components: []Component{istiod}}, nil},
 		{"revision with nothing beside", Beside{Method: MethodHelm, Revision: "qual", Modes: sidecar}, Found{}, []string{"this cluster runs none"}},
 		{"revision name taken", Beside{Method: MethodHelm, Revision: "canary", Modes: sidecar}, Found{Components: []Component{istiod, canary}}, []string{"already a revision", "istiod-canary"}},

@@ -51,7 +51,11 @@ func (s *Suite) checkForeignIstio(ctx context.Context) error {
 		s.note("Looking for an Istio already installed: " + n)
 	}
 	if !f.Any() {
-		s.logf("istio: no Istio installed on the cluster before this run")
+		if len(f.Ours) > 0 {
+			s.logf("istio: the cluster holds the Istio an earlier run of this suite left (releases %s)", strings.Join(f.Ours, ", "))
+		} else {
+			s.logf("istio: no Istio installed on the cluster before this run")
+		}
 		return nil
 	}
 	s.mu.Lock()
