@@ -54,7 +54,8 @@ type envField struct{ Key, Value string }
 // shownEnv are the environment.json keys the template names.
 var shownEnv = map[string]bool{"run_id": true, "started": true, "finished": true, "provider": true, "cluster": true,
 	"kubernetes": true, "node_image": true, "istio": true, "fortio": true, "modes": true, "duration_scale": true,
-	"repeats": true, "registry": true, "notes": true, "setup_error": true, "planned_ns": true, "set_up_ns": true}
+	"repeats": true, "registry": true, "notes": true, "setup_error": true, "planned_ns": true, "set_up_ns": true,
+	"cluster_changes": true, "cluster_changes_file": true}
 
 // otherEnv lists env's fields that the template does not name, so a field
 // added to Environment shows up in the report without a template change.
@@ -378,6 +379,7 @@ figure { margin: 0; } figcaption { font-size: 85%; color: #555; max-width: 40em;
 {{if not .Env.Finished.IsZero}}<tr><th>finished</th><td>{{utc .Env.Finished.UTC}}</td></tr>{{end}}
 {{if .Env.Planned}}<tr><th>wall time, planned / actual</th><td>{{wall .Env}} (plan.txt)</td></tr>{{end}}
 {{if .Env.SetUp}}<tr><th>suite set-up</th><td>{{seconds .Env.SetUp}}</td></tr>{{end}}
+{{if .Env.ClusterChanges}}<tr><th>cluster inventory, before and after</th><td>{{.Env.ClusterChanges}} (<a href="{{.Env.ClusterChangesFile}}">{{.Env.ClusterChangesFile}}</a>)</td></tr>{{end}}
 {{range .EnvOther}}<tr><th>{{.Key}}</th><td><code>{{.Value}}</code></td></tr>
 {{end}}</table>
 {{range .Env.Notes}}<p class="note">{{.}}</p>{{end}}

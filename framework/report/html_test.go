@@ -201,3 +201,35 @@ func TestEnvironmentDurationsReadable(t *testing.T) {
 		}
 	}
 }
+
+// A run on a cluster it did not create states its inventories' summary
+// in both reports under a name, with a link to the file beside them, not
+// as a raw environment.json key.
+func TestClusterInventoryStated(t *testing.T) {
+	sum := "350 objects of 82 resource types before the run, 350 after; 0 foreign objects changed by others than the cluster's own components; 0 removed; 0 of the run's left"
+	res := &report.Results{Environment: report.Environment{RunID: "x", Provider: "existing", ClusterChanges: sum, ClusterChangesFile: "inventory-changes.json"}}
+	var h strings.Builder
+	if err := report.HTML(&h, t.TempDir(), res, nil); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(h.String(), `<th>cluster inventory, before and after</th><td>350 objects`) || !strings.Contains(h.String(), `<a href="inventory-changes.json">`) ||
+		strings.Contains(h.String(), "cluster_changes") {
+		t.Errorf("report.html does not state the inventory by name")
+	}
+	var m strings.Builder
+	if err := report.Markdown(&m, res, nil); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(m.String(), "| cluster inventory, before and after | 350 objects") {
+		t.Errorf("report.md does not state the inventory:\n%s", m.String())
+	}
+	// Where the run created its cluster there is nothing to state.
+	res.Environment.ClusterChanges, res.Environment.ClusterChangesFile = "", ""
+	h.Reset()
+	if err := report.HTML(&h, t.TempDir(), res, nil); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(h.String(), "cluster inventory") {
+		t.Errorf("a run without inventories states one")
+	}
+}
