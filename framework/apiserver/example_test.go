@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"os"
+	"path/filepath"
 
 	"github.com/meshclaims/meshclaims/framework/apiserver"
 )
@@ -17,7 +19,7 @@ func ExampleStart() {
 		log.Fatal(err)
 	}
 	defer srv.Stop()
-	if err := srv.WriteKubeconfig("/tmp/meshclaims-kubeconfig", "envtest"); err != nil {
+	if err := srv.WriteKubeconfig(filepath.Join(os.TempDir(), "meshclaims-kubeconfig"), "envtest"); err != nil {
 		log.Fatal(err)
 	}
 	fmt.Println("API server at", srv.Config.Host)

@@ -147,13 +147,13 @@ func TestSharesAnExistingKubeconfigFlag(t *testing.T) {
 	fs := flag.NewFlagSet("t", flag.ContinueOnError)
 	fs.String("kubeconfig", "", "someone else's")
 	c := Register(fs)
-	if err := fs.Parse([]string{"-provider=existing", "-kubeconfig=/tmp/kc"}); err != nil {
+	if err := fs.Parse([]string{"-provider=existing", "-kubeconfig=kubeconfigs/qual.yaml"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Validate(repoRoot(), time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if c.Kubeconfig != "/tmp/kc" {
+	if c.Kubeconfig != "kubeconfigs/qual.yaml" {
 		t.Fatalf("kubeconfig = %q", c.Kubeconfig)
 	}
 }

@@ -149,7 +149,7 @@ func parseCert(t *testing.T, b []byte) *x509.Certificate {
 
 func TestConfigFiles(t *testing.T) {
 	c := testConfig(t)
-	c.Registries = []NodeRegistry{{Host: "127.0.0.1:5443", CAFile: "/tmp/ca.pem", Username: "u", Password: `p"w`}}
+	c.Registries = []NodeRegistry{{Host: "127.0.0.1:5443", CAFile: "/etc/containerd/certs.d/registry-ca.pem", Username: "u", Password: `p"w`}}
 	files, err := ConfigFiles(c)
 	if err != nil {
 		t.Fatal(err)
@@ -161,7 +161,7 @@ func TestConfigFiles(t *testing.T) {
 		"SystemdCgroup = false", `bin_dir = "/var/lib/meshclaims-local/unit/cni/bin"`, `conf_dir = "/var/lib/meshclaims-local/unit/cni/net.d"`,
 		`path = "/var/lib/meshclaims-local/unit/containerd/opt"`,
 		`[plugins."io.containerd.grpc.v1.cri".registry.mirrors."127.0.0.1:5443"]`, `endpoint = ["https://127.0.0.1:5443"]`,
-		`[plugins."io.containerd.grpc.v1.cri".registry.configs."127.0.0.1:5443".tls]`, `ca_file = "/tmp/ca.pem"`,
+		`[plugins."io.containerd.grpc.v1.cri".registry.configs."127.0.0.1:5443".tls]`, `ca_file = "/etc/containerd/certs.d/registry-ca.pem"`,
 		`[plugins."io.containerd.grpc.v1.cri".registry.configs."127.0.0.1:5443".auth]`, `username = "u"`, `password = "p\"w"`,
 	} {
 		if !strings.Contains(ctrd, want) {

@@ -61,8 +61,8 @@ func TestRunRejectsBadBoot(t *testing.T) {
 	k := Kernel{Path: "/bin/false"}
 	for _, b := range []Boot{
 		{Init: "/init", MemMiB: 64, Timeout: time.Second},
-		{Root: "/tmp/a b", Init: "/init", MemMiB: 64, Timeout: time.Second},
-		{Root: "/tmp/x", Init: "/init", MemMiB: 0, Timeout: time.Second},
+		{Root: "/var/lib/meshclaims-vm/a b", Init: "/init", MemMiB: 64, Timeout: time.Second},
+		{Root: "/var/lib/meshclaims-vm/x", Init: "/init", MemMiB: 0, Timeout: time.Second},
 	} {
 		if err := k.Run(context.Background(), b); err == nil || !strings.Contains(err.Error(), "want") {
 			t.Errorf("%+v: %v", b, err)
