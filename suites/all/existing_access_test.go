@@ -13,7 +13,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/meshclaims/meshclaims/framework/apiserver"
-	"github.com/meshclaims/meshclaims/framework/cleanup/cleanuptest"
 	"github.com/meshclaims/meshclaims/framework/inventory"
 	"github.com/meshclaims/meshclaims/framework/privateregistry"
 )
@@ -25,13 +24,7 @@ import (
 // phase that needs it. The positive control: the cluster's admin gets past
 // the check to the build.
 func TestExistingProviderChecksPermissionsBeforeAnyWrite(t *testing.T) {
-	charts := os.Getenv("MESHCLAIMS_ISTIO_CHARTS")
-	if charts == "" {
-		if os.Getenv(apiserver.EnvRequire) == "1" {
-			t.Fatal("MESHCLAIMS_ISTIO_CHARTS is not set but " + apiserver.EnvRequire + "=1")
-		}
-		t.Skip("MESHCLAIMS_ISTIO_CHARTS not set (the istio.io/istio module directory): the check renders Istio's charts")
-	}
+	charts := istioChartsDir(t, "the check renders Istio's charts")
 	bin := e2eBinary(t)
 	reg := privateregistry.ForTest(t)
 	srv := apiserver.NewForTest(t)
@@ -119,13 +112,6 @@ func TestExistingProviderChecksPermissionsBeforeAnyWrite(t *testing.T) {
 	}
 
 	t.Run("the cluster's admin gets past the check", func(t *testing.T) {
-		cmd := exec.Command(bin, args("admin")...)
-		cmd.Env = append(os.Environ(), "DOCKER_CONFIG="+reg.DockerConfigDir)
-		e2e := cleanuptest.Start(t, cmd, "e2e")
-		e2e.WaitForOutput(t, "image: building", 2*time.Minute)
-		_ = e2e.Interrupt(t, 2*time.Minute)
-		if !strings.Contains(e2e.Output(), "access: the run's credentials may do all") {
-			t.Errorf("the check did not report success:\n%s", lastLinesOf(e2e.Output(), 30))
-		}
+		reachesBuild(t, bin, reg, args("admin"), "access: the run's credentials may do all")
 	})
 }

@@ -16,7 +16,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/meshclaims/meshclaims/framework/apiserver"
-	"github.com/meshclaims/meshclaims/framework/cleanup/cleanuptest"
 	"github.com/meshclaims/meshclaims/framework/inventory"
 	"github.com/meshclaims/meshclaims/framework/privateregistry"
 )
@@ -138,17 +137,8 @@ func TestExistingProviderBadInputFailsBeforeAnyWrite(t *testing.T) {
 		args := []string{"-mode=none", "-provider=existing", "-kubeconfig=" + kc, "-context=qual",
 			"-image-registry=" + reg.Host, "-image-registry-ca=" + reg.CAFile,
 			"-results=" + filepath.Join(t.TempDir(), "results"), "-ginkgo.v"}
-		cmd := exec.Command(bin, args...)
-		cmd.Env = append(os.Environ(), "DOCKER_CONFIG="+reg.DockerConfigDir)
-		e2e := cleanuptest.Start(t, cmd, "e2e")
-		e2e.WaitForOutput(t, "image: building", 2*time.Minute)
-		_ = e2e.Interrupt(t, 2*time.Minute)
-		if !strings.Contains(e2e.Output(), "accepts pushes with the configured credentials") {
-			t.Errorf("the registry check did not report success:\n%s", lastLinesOf(e2e.Output(), 40))
-		}
-		if !strings.Contains(e2e.Output(), "NetworkPolicy enforcer: Calico (kube-system/calico-node[calico-node])") {
-			t.Errorf("the enforcer check did not report Calico:\n%s", lastLinesOf(e2e.Output(), 40))
-		}
+		reachesBuild(t, bin, reg, args, "accepts pushes with the configured credentials",
+			"NetworkPolicy enforcer: Calico (kube-system/calico-node[calico-node])")
 	})
 }
 
