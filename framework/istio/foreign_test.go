@@ -335,3 +335,17 @@ func TestCheckCRDsBesideRunningIstio(t *testing.T) {
 		t.Errorf("a missing CRD: %v, want a refusal naming %s", err, gone)
 	}
 }
+
+// The holder of a ConfigMap lock, read as client-go's ConfigMap lock
+// writes its record; a ConfigMap that is no lock has none.
+func TestLockHolder(t *testing.T) {
+	rec := `{"holderIdentity":"istiod-75b444f8d-r6nlx","leaseDurationSeconds":30,"acquireTime":"2026-12-07T03:45:01Z","renewTime":"2026-12-07T03:58:58Z","leaderTransitions":0}`
+	if h := LockHolder(map[string]string{"control-plane.alpha.kubernetes.io/leader": rec}); h != "istiod-75b444f8d-r6nlx" {
+		t.Errorf("holder %q", h)
+	}
+	for _, a := range []map[string]string{nil, {"other": rec}, {"control-plane.alpha.kubernetes.io/leader": "not json"}} {
+		if h := LockHolder(a); h != "" {
+			t.Errorf("%v: holder %q, want none", a, h)
+		}
+	}
+}

@@ -24,6 +24,18 @@ import (
 // leaderAnnotation is where client-go's ConfigMap lock keeps its record.
 const leaderAnnotation = "control-plane.alpha.kubernetes.io/leader"
 
+// LockHolder is the holder identity of a ConfigMap leader-election lock
+// (istiod keeps its shared elections so), "" when the ConfigMap is none.
+func LockHolder(annotations map[string]string) string {
+	var rec struct {
+		HolderIdentity string `json:"holderIdentity"`
+	}
+	if json.Unmarshal([]byte(annotations[leaderAnnotation]), &rec) != nil {
+		return ""
+	}
+	return rec.HolderIdentity
+}
+
 // recordRevisionBefore reads the ConfigMaps and Leases in Istio's namespace
 // before the revision is installed.
 func (i *Installer) recordRevisionBefore(ctx context.Context) error {
@@ -112,11 +124,7 @@ func (i *Installer) uninstallRevisionLeftovers(ctx context.Context) error {
 		if i.revisionBefore["configmap/"+c.Name] {
 			continue
 		}
-		var rec struct {
-			HolderIdentity string `json:"holderIdentity"`
-		}
-		raw := c.Annotations[leaderAnnotation]
-		if raw == "" || json.Unmarshal([]byte(raw), &rec) != nil || !i.revisionPod(rec.HolderIdentity) {
+		if !i.revisionPod(LockHolder(c.Annotations)) {
 			continue
 		}
 		if err := i.guard.Check(ctx); err != nil {

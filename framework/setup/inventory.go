@@ -100,16 +100,11 @@ func (s *Suite) runningIstioLock(ctx context.Context, ch inventory.Change) strin
 	if err != nil {
 		return ""
 	}
-	var rec struct {
-		HolderIdentity string `json:"holderIdentity"`
-	}
-	if json.Unmarshal([]byte(cm.Annotations["control-plane.alpha.kubernetes.io/leader"]), &rec) != nil || rec.HolderIdentity == "" {
+	holder := istio.LockHolder(cm.Annotations)
+	if holder == "" || (s.Cfg.IstioRevision != "" && strings.HasPrefix(holder, "istiod-"+s.Cfg.IstioRevision+"-")) {
 		return ""
 	}
-	if s.Cfg.IstioRevision != "" && strings.HasPrefix(rec.HolderIdentity, "istiod-"+s.Cfg.IstioRevision+"-") {
-		return ""
-	}
-	pod, err := cs.CoreV1().Pods(ns).Get(ctx, rec.HolderIdentity, metav1.GetOptions{})
+	pod, err := cs.CoreV1().Pods(ns).Get(ctx, holder, metav1.GetOptions{})
 	if err != nil || pod.Labels["app"] != "istiod" || (s.Cfg.IstioRevision != "" && pod.Labels[istio.LabelRevision] == s.Cfg.IstioRevision) {
 		return ""
 	}

@@ -381,12 +381,9 @@ func (th *theirIstio) theirWrite(ctx context.Context, o inventory.Object, rootCe
 		}
 		return false, ""
 	}
-	var rec struct {
-		HolderIdentity string `json:"holderIdentity"`
-	}
-	if o.Namespace == istio.DefaultNamespace && json.Unmarshal([]byte(cm.Annotations["control-plane.alpha.kubernetes.io/leader"]), &rec) == nil &&
-		strings.HasPrefix(rec.HolderIdentity, "istiod-") && !strings.HasPrefix(rec.HolderIdentity, "istiod-"+existingRevision+"-") {
-		return true, "a leader-election lock held by their istiod (" + rec.HolderIdentity + ")"
+	if holder := istio.LockHolder(cm.Annotations); o.Namespace == istio.DefaultNamespace &&
+		strings.HasPrefix(holder, "istiod-") && !strings.HasPrefix(holder, "istiod-"+existingRevision+"-") {
+		return true, "a leader-election lock held by their istiod (" + holder + ")"
 	}
 	return false, ""
 }
