@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/meshclaims/meshclaims/framework/claims"
+	"github.com/meshclaims/meshclaims/framework/claims/claimstest"
 	"github.com/meshclaims/meshclaims/framework/envoylog"
 	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/podtimeline"
@@ -48,7 +49,7 @@ func rolloutTimeline(t0 time.Time) podtimeline.Timeline {
 // does not; a run without 503s is inconclusive; 503s fortio counted that the
 // log lacks are unattributed and cannot make it fail.
 func TestAttribute503sAgainstThePodTimeline(t *testing.T) {
-	c := registryClaim(t, "rollout.503-attribution")
+	c := claimstest.Claim(t, "rollout.503-attribution")
 	t0 := time.Date(2026, 12, 1, 14, 0, 0, 0, time.UTC)
 	tl := rolloutTimeline(t0)
 	from, to := t0, t0.Add(time.Minute)

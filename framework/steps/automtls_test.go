@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	wp "github.com/meshclaims/meshclaims/fixtures/workload/probe"
+	"github.com/meshclaims/meshclaims/framework/claims/claimstest"
 	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/probe"
 	"github.com/meshclaims/meshclaims/framework/verdict"
@@ -20,7 +21,7 @@ func fortioDebugPage(extra ...string) string {
 }
 
 func TestAutoMTLS(t *testing.T) {
-	c := registryClaim(t, "mtls.auto-without-destinationrule")
+	c := claimstest.Claim(t, "mtls.auto-without-destinationrule")
 	ns := mode.Sidecar.Namespace()
 	id := "spiffe://cluster.local/ns/" + ns + "/sa/default"
 	// Istio's inbound sidecar: By= the server's identity, Hash= of the peer

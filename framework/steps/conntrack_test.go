@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/meshclaims/meshclaims/framework/claims/claimstest"
 	"github.com/meshclaims/meshclaims/framework/config"
 	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/spec"
@@ -26,7 +27,7 @@ func TestNeedUMLVMUnmetWithoutTheLayer(t *testing.T) {
 	findUML = func() (umlvm.Kernel, error) {
 		return umlvm.Kernel{}, errors.Join(umlvm.ErrMissing, errors.New("no linux.uml on PATH (install Debian's user-mode-linux: make vm-deps, or apt-get install user-mode-linux)"))
 	}
-	r := spec.NewRun(registryClaim(t, "conntrack.table-full"), mode.None, &spec.Env{Config: &config.Config{Timeouts: config.DefaultTimeouts()}}, nil)
+	r := spec.NewRun(claimstest.Claim(t, "conntrack.table-full"), mode.None, &spec.Env{Config: &config.Config{Timeouts: config.DefaultTimeouts()}}, nil)
 	err := NeedUMLVM.Check(context.Background(), r)
 	if !errors.Is(err, umlvm.ErrMissing) || !strings.Contains(err.Error(), "apt-get install user-mode-linux") {
 		t.Fatalf("need: %v", err)
@@ -47,7 +48,7 @@ func TestConntrackTableFullInTheVM(t *testing.T) {
 		}
 		t.Skip(err)
 	}
-	c := registryClaim(t, "conntrack.table-full")
+	c := claimstest.Claim(t, "conntrack.table-full")
 	r := spec.NewRun(c, mode.None, &spec.Env{Config: &config.Config{Timeouts: config.DefaultTimeouts()}}, nil)
 	got, err := ConntrackTableFull(context.Background(), r)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/meshclaims/meshclaims/framework/claims/claimstest"
 	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
@@ -45,7 +46,7 @@ func injected(name, proxyConfig string, metadata map[string]string, native bool)
 }
 
 func TestDrainSettings(t *testing.T) {
-	c := registryClaim(t, "rollout.sidecar-drain-settings")
+	c := claimstest.Claim(t, "rollout.sidecar-drain-settings")
 	exit := map[string]string{EnvExitOnZero: "true"}
 	// protojson of the annotation's ProxyConfig: proxyMetadata (field 24)
 	// before terminationDrainDuration (field 29).

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/meshclaims/meshclaims/framework/claims/claimstest"
 	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
@@ -35,7 +36,7 @@ func deleted(name string, del time.Time, proxyAfter time.Duration) *corev1.Pod {
 }
 
 func TestProxyExit(t *testing.T) {
-	c := registryClaim(t, "rollout.sidecar-exit-on-zero")
+	c := claimstest.Claim(t, "rollout.sidecar-exit-on-zero")
 	del := time.Date(2026, 12, 1, 9, 30, 0, 0, time.UTC)
 	cases := []struct {
 		name  string

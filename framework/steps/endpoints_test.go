@@ -176,7 +176,7 @@ func TestJudgeEndpointTiming(t *testing.T) {
 // (Cilium's 'almost none') is not; a run creating fewer Services does not
 // meet the spec's need, so it is not measured at all.
 func TestJudgeNewConnectionGrowth(t *testing.T) {
-	cl := registryClaim(t, "kubeproxy.new-connection-growth")
+	cl := claimstest.Claim(t, "kubeproxy.new-connection-growth")
 	quiet := []float64{0.331, 0.334, 0.329, 0.336, 0.332, 0.333}
 	grown := make([]float64, len(quiet))
 	flat := make([]float64, len(quiet))
@@ -211,7 +211,7 @@ func TestJudgeNewConnectionGrowth(t *testing.T) {
 
 func TestNeedDocumentedServices(t *testing.T) {
 	for scale, met := range map[float64]bool{1: true, 2: true, 0.05: false, 0.5: false} {
-		r := spec.NewRun(registryClaim(t, "kubeproxy.new-connection-growth"), mode.None, &spec.Env{Config: &config.Config{DurationScale: scale}}, nil)
+		r := spec.NewRun(claimstest.Claim(t, "kubeproxy.new-connection-growth"), mode.None, &spec.Env{Config: &config.Config{DurationScale: scale}}, nil)
 		err := NeedDocumentedServices.Check(context.Background(), r)
 		if (err == nil) != met {
 			t.Errorf("-duration-scale=%g: %v, want met=%v", scale, err, met)

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/meshclaims/meshclaims/framework/claims/claimstest"
 	"github.com/meshclaims/meshclaims/framework/config"
 	"github.com/meshclaims/meshclaims/framework/fortioresult/fortiotest"
 	"github.com/meshclaims/meshclaims/framework/mode"
@@ -18,7 +19,7 @@ import (
 // (Envoy's own 503s reach fortio as the same RetCodes): honoured. Judged as
 // l7.circuit-breaking in each mode, with the wrong way round failing.
 func TestBreakerJudgedOnFortioRuns(t *testing.T) {
-	c := registryClaim(t, "l7.circuit-breaking")
+	c := claimstest.Claim(t, "l7.circuit-breaking")
 	r := spec.NewRun(c, mode.Sidecar, &spec.Env{Config: &config.Config{DurationScale: 1}}, nil)
 	s, err := SetupLoad(r, "http://echo/", BreakerFloor)
 	if err != nil {

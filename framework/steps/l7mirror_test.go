@@ -17,6 +17,7 @@ import (
 
 	"github.com/meshclaims/meshclaims/fixtures/workload/echo"
 	wp "github.com/meshclaims/meshclaims/fixtures/workload/probe"
+	"github.com/meshclaims/meshclaims/framework/claims/claimstest"
 	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
@@ -97,7 +98,7 @@ func l4Balancer(t *testing.T, backends ...string) string {
 // not-honoured), and l7.mirroring is judged in each mode, with the wrong
 // way round failing.
 func TestMirrorJudgedOnEchoLogs(t *testing.T) {
-	c := registryClaim(t, "l7.mirroring")
+	c := claimstest.Claim(t, "l7.mirroring")
 	v1, log1 := loggedEcho(t, "echo-v1")
 	v2, log2 := loggedEcho(t, "echo-v2")
 	run := func(front, mark string) verdict.Measurement {

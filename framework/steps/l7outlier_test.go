@@ -15,6 +15,7 @@ import (
 
 	"github.com/meshclaims/meshclaims/fixtures/workload/echo"
 	wp "github.com/meshclaims/meshclaims/fixtures/workload/probe"
+	"github.com/meshclaims/meshclaims/framework/claims/claimstest"
 	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/probe"
 	"github.com/meshclaims/meshclaims/framework/verdict"
@@ -62,7 +63,7 @@ func ejectingProxy(t *testing.T, hosts ...string) string {
 // half the calls keep failing (not-honoured); l7.outlier-detection is
 // judged in each mode, the wrong way round failing.
 func TestOutlierJudgedOnEchoPods(t *testing.T) {
-	c := registryClaim(t, "l7.outlier-detection")
+	c := claimstest.Claim(t, "l7.outlier-detection")
 	start := func(params string) *echo.Server {
 		s, err := echo.Start(echo.Config{HTTPAddr: "127.0.0.1:0", DefaultParams: params, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
 		if err != nil {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	wp "github.com/meshclaims/meshclaims/fixtures/workload/probe"
+	"github.com/meshclaims/meshclaims/framework/claims/claimstest"
 	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/probe"
 	"github.com/meshclaims/meshclaims/framework/verdict"
@@ -27,7 +28,7 @@ func flakyResults(n, n500 int) []probe.Result {
 }
 
 func TestRetryPolicyJudged(t *testing.T) {
-	c := registryClaim(t, "l7.retry-policy")
+	c := claimstest.Claim(t, "l7.retry-policy")
 	cases := []struct {
 		name   string
 		n500   int

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/meshclaims/meshclaims/framework/claims/claimstest"
 	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
@@ -11,7 +12,7 @@ import (
 // Tallies as CountSplit makes them from SplitRequests (200) calls each, with
 // echo-v1 and echo-v2 at one ready pod each (the canary set).
 func TestJudgeHeaderRouting(t *testing.T) {
-	c := registryClaim(t, "l7.header-routing")
+	c := claimstest.Claim(t, "l7.header-routing")
 	pods := SplitTally{V1: 1, V2: 1}
 	cases := []struct {
 		name          string
@@ -54,7 +55,7 @@ func TestJudgeHeaderRouting(t *testing.T) {
 // The path route's single set judged as l7.path-routing: all to v2 is
 // honoured, the replica share is not; each wrong way round fails.
 func TestPathRoutingJudged(t *testing.T) {
-	c := registryClaim(t, "l7.path-routing")
+	c := claimstest.Claim(t, "l7.path-routing")
 	cases := []struct {
 		name   string
 		tally  SplitTally

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/meshclaims/meshclaims/fixtures"
+	"github.com/meshclaims/meshclaims/framework/claims/claimstest"
 	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
@@ -40,7 +41,7 @@ func lateInjected(p *corev1.Pod) *corev1.Pod {
 }
 
 func TestLateInjectionJudged(t *testing.T) {
-	c := registryClaim(t, "sidecar.injection-not-retroactive")
+	c := claimstest.Claim(t, "sidecar.injection-not-retroactive")
 	before := latePod(t, "echo-5d8f7c9b4-abcde", "u-before")
 	created := lateInjected(latePod(t, "echo-after-6c4b8d7f5-fghij", "u-created"))
 	restarted := lateInjected(latePod(t, "echo-7f9c6d5b8-klmno", "u-restarted"))

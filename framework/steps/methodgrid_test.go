@@ -9,6 +9,7 @@ import (
 	"time"
 
 	wp "github.com/meshclaims/meshclaims/fixtures/workload/probe"
+	"github.com/meshclaims/meshclaims/framework/claims/claimstest"
 	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
@@ -36,7 +37,7 @@ func readyAfter(t *testing.T, d time.Duration) string {
 // 220 ms grid, 15% of the reading (not verified); with its 20 ms
 // re-measurement the grid is about 3%, with room for a loaded host.
 func TestAttemptGridOnProbeReadings(t *testing.T) {
-	c := registryClaim(t, "method.service-ready-off-attempt-grid")
+	c := claimstest.Claim(t, "method.service-ready-off-attempt-grid")
 	readings := func(attempt time.Duration) []ServiceReading {
 		var rs []ServiceReading
 		for i := 0; i < 2; i++ {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/meshclaims/meshclaims/fixtures"
 	wp "github.com/meshclaims/meshclaims/fixtures/workload/probe"
+	"github.com/meshclaims/meshclaims/framework/claims/claimstest"
 	"github.com/meshclaims/meshclaims/framework/config"
 	"github.com/meshclaims/meshclaims/framework/kube"
 	"github.com/meshclaims/meshclaims/framework/mode"
@@ -57,7 +58,7 @@ func retroProbe(url, how string) probe.Result {
 }
 
 func TestNetPolRetroJudged(t *testing.T) {
-	c := registryClaim(t, "netpol.enforcement-not-retroactive")
+	c := claimstest.Claim(t, "netpol.enforcement-not-retroactive")
 	before := retroPod(t, "echo-6f7d9c8b5-abcde", "u-before", "192.168.14.21")
 	recreated := retroPod(t, "echo-7c9d8f6b4-fghij", "u-after", "192.168.31.7")
 	readings := func(old, fresh string) RetroReadings {
@@ -128,7 +129,7 @@ func TestNeedNetPolSwitch(t *testing.T) {
 		cfg := &config.Config{Provider: provider, NetPolEnableCommand: command}
 		cs := fake.NewSimpleClientset(objs...)
 		env := &spec.Env{Config: cfg, Cluster: &spec.Cluster{Kube: &kube.Cluster{Client: cs}}}
-		r := spec.NewRun(registryClaim(t, "netpol.enforcement-not-retroactive"), mode.None, env, nil)
+		r := spec.NewRun(claimstest.Claim(t, "netpol.enforcement-not-retroactive"), mode.None, env, nil)
 		return NeedNetPolSwitch.Check(context.Background(), r)
 	}
 	if !NeedNetPolSwitch.Layer {
@@ -169,7 +170,7 @@ func TestCommandSwitch(t *testing.T) {
 		cfg := &config.Config{Provider: "existing", NetPolEnableCommand: command, Timeouts: config.DefaultTimeouts()}
 		cfg.Timeouts.ConvergePoll = 10 * time.Millisecond
 		env := &spec.Env{Config: cfg, Cluster: &spec.Cluster{Kube: &kube.Cluster{Client: cs}}}
-		return spec.NewRun(registryClaim(t, "netpol.enforcement-not-retroactive"), mode.None, env, nil)
+		return spec.NewRun(claimstest.Claim(t, "netpol.enforcement-not-retroactive"), mode.None, env, nil)
 	}
 	ctx := context.Background()
 

@@ -14,6 +14,7 @@ import (
 	"fortio.org/fortio/rapi"
 
 	"github.com/meshclaims/meshclaims/framework/claims"
+	"github.com/meshclaims/meshclaims/framework/claims/claimstest"
 	"github.com/meshclaims/meshclaims/framework/load"
 	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/netfault"
@@ -37,7 +38,7 @@ func TestLoadCausesAreAttributionCategories(t *testing.T) {
 // against the registry's claim: GUIDE's cause dominant reproduces, another
 // cause dominant does not, and a clean run (no -1) is inconclusive.
 func TestNoResponseCausesJudgedOnRealSocketErrors(t *testing.T) {
-	c := registryClaim(t, "rollout.no-response-cause")
+	c := claimstest.Claim(t, "rollout.no-response-cause")
 	resetter := netfault.Reset(t)
 	eofer := netfault.EOF(t)
 	silent := netfault.Silent(t, 2*time.Second)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/meshclaims/meshclaims/fixtures/workload/echo"
 	wp "github.com/meshclaims/meshclaims/fixtures/workload/probe"
+	"github.com/meshclaims/meshclaims/framework/claims/claimstest"
 	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/probe"
 	"github.com/meshclaims/meshclaims/framework/verdict"
@@ -22,7 +23,7 @@ import (
 // text/plain "RBAC: access denied", as envoy's rbac filter sends it) and
 // the app's own 403 (echo ?status=403, which is no policy's doing).
 func TestPrincipalsJudged(t *testing.T) {
-	c := registryClaim(t, "authz.ambient-principals")
+	c := claimstest.Claim(t, "authz.ambient-principals")
 	s, err := echo.Start(echo.Config{HTTPAddr: "127.0.0.1:0", Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)

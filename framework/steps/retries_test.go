@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/meshclaims/meshclaims/framework/claims/claimstest"
 	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/proxydump"
 	"github.com/meshclaims/meshclaims/framework/verdict"
@@ -103,7 +104,7 @@ func TestNoRetries(t *testing.T) {
 // inconclusive; retries leave it judged (reproduced with 0 of 9,135); a
 // restarted proxy is a broken measurement.
 func TestDuplicatesJudgedOnlyWithRetries(t *testing.T) {
-	c := registryClaim(t, "retry.no-duplicates")
+	c := claimstest.Claim(t, "retry.no-duplicates")
 	p, _ := RetryProxyOf(mode.Sidecar, mode.Sidecar.Namespace())
 	dupes := verdict.Measurement{Count: verdict.Int64(0), Total: verdict.Int64(9135)}
 	pod := "order-client-6c7d8f9b5-k2m4p"
@@ -136,7 +137,7 @@ func TestDuplicatesJudgedOnlyWithRetries(t *testing.T) {
 // own failure count: the negative control); a mode whose proxy was not read
 // stays unmet.
 func TestRetriesFired(t *testing.T) {
-	c := registryClaim(t, "retry.fired")
+	c := claimstest.Claim(t, "retry.fired")
 	p, _ := RetryProxyOf(mode.AmbientL7, mode.AmbientL7.Namespace())
 	// A fresh reading each time: WithRetries adds to the Extra it is given.
 	t2 := func() verdict.Measurement {
@@ -167,7 +168,7 @@ func TestRetriesFired(t *testing.T) {
 		t.Errorf("zero retries judged %s (%s)", v.Result, v.Reason)
 	}
 	// The duplicate claim is only inconclusive on the same reading.
-	if v := verdict.Judge(registryClaim(t, "retry.no-duplicates"), mode.AmbientL7, none); v.Result != verdict.Inconclusive {
+	if v := verdict.Judge(claimstest.Claim(t, "retry.no-duplicates"), mode.AmbientL7, none); v.Result != verdict.Inconclusive {
 		t.Errorf("duplicates with zero retries: %s", v.Result)
 	}
 	// No retrying proxy (OrdersDuringRollout in a mode without one).

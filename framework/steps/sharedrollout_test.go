@@ -29,7 +29,7 @@ import (
 // in a hardened run or another mode's baseline, so no other measurement is
 // taken with it.
 func TestAccessLogOnInTheAttributionsBaselineRunsOnly(t *testing.T) {
-	c := registryClaim(t, "rollout.503-attribution")
+	c := claimstest.Claim(t, "rollout.503-attribution")
 	for _, m := range mode.All() {
 		if got, want := AccessLogOn(m, fixtures.Hardening{}), slices.Contains(c.Modes, m); got != want {
 			t.Errorf("%s baseline: access log on %v, want %v (rollout.503-attribution's modes %v)", m, got, want, c.Modes)
@@ -108,7 +108,7 @@ func rolloutWith(t0 time.Time, entries []envoylog.Entry, tl podtimeline.Timeline
 // without the access log, or whose capture failed, is an error, never an
 // attribution of nothing (negative controls).
 func TestAttributionOfTheSharedRun(t *testing.T) {
-	c := registryClaim(t, "rollout.503-attribution")
+	c := claimstest.Claim(t, "rollout.503-attribution")
 	t0 := time.Date(2026, 12, 1, 14, 0, 0, 0, time.UTC)
 	tl := rolloutTimeline(t0)
 	var entries []envoylog.Entry
@@ -158,7 +158,7 @@ func TestAttributionOfTheSharedRun(t *testing.T) {
 // failed it tries again (and fails the spec if the log stays on). A capture
 // that failed (its probes never appeared) is turned off all the same.
 func TestAccessLogOffOnceWhenTheRunEnds(t *testing.T) {
-	r := spec.NewRun(registryClaim(t, "rollout.503-attribution"), mode.Sidecar, &spec.Env{Config: &config.Config{}}, nil)
+	r := spec.NewRun(claimstest.Claim(t, "rollout.503-attribution"), mode.Sidecar, &spec.Env{Config: &config.Config{}}, nil)
 	var removals int
 	fail := errors.New("the sidecar still has the file access log")
 	a := &accessLogRun{r: r, capture: &AccessLogCapture{Err: errors.New("the access log Telemetry did not take effect")},
@@ -194,7 +194,7 @@ func TestAccessLogOffOnceWhenTheRunEnds(t *testing.T) {
 // among them) says the client's access log was on; no other T1 run's does.
 func TestRolloutSetupStatesTheAccessLog(t *testing.T) {
 	env := &spec.Env{Config: &config.Config{RunID: "r1", DurationScale: 0.05}}
-	r := spec.NewRun(registryClaim(t, "rollout.baseline"), mode.Sidecar, env, nil)
+	r := spec.NewRun(claimstest.Claim(t, "rollout.baseline"), mode.Sidecar, env, nil)
 	s, err := rolloutSpec(r, mode.Sidecar)
 	if err != nil {
 		t.Fatal(err)

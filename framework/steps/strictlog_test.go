@@ -12,6 +12,7 @@ import (
 
 	"github.com/meshclaims/meshclaims/fixtures/workload/echo"
 	wp "github.com/meshclaims/meshclaims/fixtures/workload/probe"
+	"github.com/meshclaims/meshclaims/framework/claims/claimstest"
 	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/probe"
 	"github.com/meshclaims/meshclaims/framework/verdict"
@@ -72,7 +73,7 @@ func cutConnections(t *testing.T, reset bool) string {
 // another request in the window; and each way the measurement can be
 // broken is an error: the control's line missing, the control not a 403.
 func TestStrictNo403(t *testing.T) {
-	c := registryClaim(t, "mtls.strict-no-403")
+	c := claimstest.Claim(t, "mtls.strict-no-403")
 	log := &lockedLog{}
 	s, err := echo.Start(echo.Config{HTTPAddr: "127.0.0.1:0", Logger: slog.New(slog.NewJSONHandler(log, nil)).With("role", "echo")})
 	if err != nil {

@@ -31,3 +31,10 @@ func Registry(t testing.TB) *claims.Registry {
 	}
 	return reg
 }
+
+// Claim is claim id of the repository's registry, which a judge's test
+// judges against; t fails if the registry does not hold it.
+func Claim(t testing.TB, id string) *claims.Claim {
+	t.Helper()
+	return Registry(t).MustGet(id)
+}
