@@ -161,7 +161,7 @@ func TestWaypointOnLocalCluster(t *testing.T) {
 
 	wpSelector := steps.LabelGatewayName + "=" + fixtures.WaypointName
 	t.Run("ready", func(t *testing.T) {
-		if err := steps.WaitWaypoint(ctx, s.Cluster, ns, fixtures.WaypointName, cfg.Timeouts.GatewayReady); err != nil {
+		if err := istio.WaitWaypoint(ctx, s.Cluster.Kube, s.Cluster.Applier.Client(), ns, fixtures.WaypointName, cfg.Timeouts.GatewayReady); err != nil {
 			t.Fatal(err)
 		}
 		t.Logf("waypoint %s/%s: Deployment available and Gateway Programmed %s after the Gateway was applied", ns, fixtures.WaypointName, time.Since(t1).Round(time.Second))

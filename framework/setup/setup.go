@@ -37,7 +37,6 @@ import (
 	"github.com/meshclaims/meshclaims/framework/repo"
 	"github.com/meshclaims/meshclaims/framework/report"
 	"github.com/meshclaims/meshclaims/framework/spec"
-	"github.com/meshclaims/meshclaims/framework/steps"
 )
 
 // WorkloadVersion tags the workload image; the digest, not the tag, proves
@@ -348,7 +347,7 @@ func (s *Suite) up(ctx context.Context) error {
 	}
 	// istiod deploys each waypoint itself; ambient-l7 specs must not start
 	// while ztunnel still bypasses it.
-	if err := steps.WaitWaypoints(ctx, mesh, objs, cfg.Timeouts.GatewayReady, s.logf); err != nil {
+	if err := istio.WaitWaypoints(ctx, mesh.Kube, mesh.Applier.Client(), objs, cfg.Timeouts.GatewayReady, s.logf); err != nil {
 		return err
 	}
 	// Where echo's replicas landed: on several nodes, whether a request

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/meshclaims/meshclaims/fixtures"
+	"github.com/meshclaims/meshclaims/framework/istio"
 	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/probe"
 	"github.com/meshclaims/meshclaims/framework/spec"
@@ -109,7 +110,7 @@ func restartWaypoint(ctx context.Context, r *spec.Run) error {
 	if err := d.WaitComplete(ctx, r.Env.Config.Timeouts.GatewayReady); err != nil {
 		return fmt.Errorf("restarting the waypoint: %w", err)
 	}
-	if err := WaitWaypoint(ctx, m, r.Namespace(), fixtures.WaypointName, r.Env.Config.Timeouts.GatewayReady); err != nil {
+	if err := istio.WaitWaypoint(ctx, m.Kube, m.Applier.Client(), r.Namespace(), fixtures.WaypointName, r.Env.Config.Timeouts.GatewayReady); err != nil {
 		return err
 	}
 	r.Logf("waypoint %s/%s restarted: its upstream HBONE tunnels are new", r.Namespace(), fixtures.WaypointName)

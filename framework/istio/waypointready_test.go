@@ -1,8 +1,7 @@
-package steps_test
+package istio_test
 
 import (
 	"context"
-	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -17,22 +16,17 @@ import (
 	"github.com/meshclaims/meshclaims/fixtures"
 	"github.com/meshclaims/meshclaims/framework/apiserver"
 	"github.com/meshclaims/meshclaims/framework/apply"
-	"github.com/meshclaims/meshclaims/framework/claims"
-	"github.com/meshclaims/meshclaims/framework/config"
+	"github.com/meshclaims/meshclaims/framework/istio"
 	"github.com/meshclaims/meshclaims/framework/kube"
 	"github.com/meshclaims/meshclaims/framework/mode"
-	"github.com/meshclaims/meshclaims/framework/spec"
-	"github.com/meshclaims/meshclaims/framework/steps"
 )
 
-func TestMain(m *testing.M) { os.Exit(apiserver.RunTests(m)) }
-
-// cluster is a spec.Cluster on the test API server, with namespace ns created.
+// cluster is the test API server, with namespace ns created.
 type cluster struct {
-	t    *testing.T
-	mesh *spec.Cluster
-	c    client.Client
-	ns   string
+	t  *testing.T
+	k  *kube.Cluster
+	c  client.Client
+	ns string
 }
 
 func newCluster(t *testing.T, ns string) *cluster {
@@ -46,7 +40,7 @@ func newCluster(t *testing.T, ns string) *cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &cluster{t: t, mesh: &spec.Cluster{Kube: k, Applier: a}, c: a.Client(), ns: ns}
+	c := &cluster{t: t, k: k, c: a.Client(), ns: ns}
 	if err := c.c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +156,7 @@ func TestWaitWaypointWaitsForDeploymentProgrammedAndAddress(t *testing.T) {
 	if len(wp) != 1 {
 		t.Fatalf("ambient-l7's objects hold %d Gateways, want its one waypoint", len(wp))
 	}
-	if err := steps.WaitWaypoints(context.Background(), c.mesh, wp, 2*time.Minute, t.Logf); err != nil {
+	if err := istio.WaitWaypoints(context.Background(), c.k, c.c, wp, 2*time.Minute, t.Logf); err != nil {
 		t.Fatal(err)
 	}
 	if !done.Load() {
@@ -221,42 +215,10 @@ func TestWaitWaypointNamesWhatIsMissing(t *testing.T) {
 		c := newCluster(t, "waypoint-missing-"+string(rune('a'+i)))
 		c.waypoint()
 		tc.setUp(c)
-		err := steps.WaitWaypoint(context.Background(), c.mesh, c.ns, fixtures.WaypointName, 3*time.Second)
+		err := istio.WaitWaypoint(context.Background(), c.k, c.c, c.ns, fixtures.WaypointName, 3*time.Second)
 		t.Logf("%s: %v", tc.name, err)
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "waypoint "+c.ns+"/"+fixtures.WaypointName) {
 			t.Errorf("%s: error %v, want one naming the waypoint and %q", tc.name, err, tc.want)
 		}
-	}
-}
-
-// IngressURL waits for the Deployment istiod creates for the ingress
-// Gateway instead of failing on its first NotFound.
-func TestIngressURLWaitsForIstiodsDeployment(t *testing.T) {
-	m := mode.AmbientL4
-	c := newCluster(t, m.Namespace())
-	cfg := &config.Config{Modes: []mode.Mode{m}, Timeouts: config.DefaultTimeouts()}
-	r := spec.NewRun(&claims.Claim{ID: "canary.ingress-with-l4"}, m, &spec.Env{Config: cfg, Cluster: c.mesh}, nil)
-	var done atomic.Bool
-	go func() {
-		time.Sleep(2 * time.Second)
-		c.deployment(fixtures.IngressServiceName)
-		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: fixtures.IngressServiceName, Namespace: c.ns},
-			Spec: corev1.ServiceSpec{Selector: map[string]string{"gateway.networking.k8s.io/gateway-name": fixtures.IngressName}, Ports: []corev1.ServicePort{{Name: "http", Port: fixtures.IngressPort}}}}
-		if err := c.c.Create(context.Background(), svc); err != nil {
-			t.Error(err)
-		}
-		time.Sleep(1500 * time.Millisecond)
-		done.Store(true)
-		c.available(fixtures.IngressServiceName)
-	}()
-	url, err := steps.IngressURL(context.Background(), r, "/debug")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !done.Load() {
-		t.Fatal("IngressURL returned before the ingress Deployment was available")
-	}
-	if want := "http://ingress-istio." + c.ns + ":80/debug"; url != want {
-		t.Errorf("URL %q, want %q", url, want)
 	}
 }

@@ -1,4 +1,4 @@
-package steps
+package istio
 
 import (
 	"context"
@@ -8,8 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
-	"github.com/meshclaims/meshclaims/framework/istio"
-	"github.com/meshclaims/meshclaims/framework/spec"
+	"github.com/meshclaims/meshclaims/framework/kube"
 )
 
 // WaitWaypoint waits until waypoint Gateway ns/name serves: istiod has
@@ -17,13 +16,13 @@ import (
 // adds no suffix) and that has rolled out, and the Gateway is Programmed
 // with an address. Until istiod reports the address, ztunnel sends the
 // namespace's traffic straight to the pods, so an L7 spec started earlier
-// would measure L4.
-func WaitWaypoint(ctx context.Context, m *spec.Cluster, ns, name string, timeout time.Duration) error {
+// would measure L4. k reads the Deployment, c the Gateway.
+func WaitWaypoint(ctx context.Context, k *kube.Cluster, c client.Client, ns, name string, timeout time.Duration) error {
 	start := time.Now()
-	if err := m.Kube.WaitCreatedAvailable(ctx, ns, timeout, name); err != nil {
+	if err := k.WaitCreatedAvailable(ctx, ns, timeout, name); err != nil {
 		return fmt.Errorf("waypoint %s/%s: %w", ns, name, err)
 	}
-	if err := istio.WaitGatewayProgrammed(ctx, m.Applier.Client(), ns, name, timeout-time.Since(start)); err != nil {
+	if err := WaitGatewayProgrammed(ctx, c, ns, name, timeout-time.Since(start)); err != nil {
 		return fmt.Errorf("waypoint %s/%s: %w", ns, name, err)
 	}
 	return nil
@@ -31,14 +30,14 @@ func WaitWaypoint(ctx context.Context, m *spec.Cluster, ns, name string, timeout
 
 // WaitWaypoints runs WaitWaypoint for every waypoint Gateway among objs (the
 // objects a set-up applied), one timeout each.
-func WaitWaypoints(ctx context.Context, m *spec.Cluster, objs []client.Object, timeout time.Duration, logf func(string, ...any)) error {
+func WaitWaypoints(ctx context.Context, k *kube.Cluster, c client.Client, objs []client.Object, timeout time.Duration, logf func(string, ...any)) error {
 	for _, o := range objs {
 		gw, ok := o.(*gatewayv1.Gateway)
-		if !ok || gw.Spec.GatewayClassName != istio.WaypointClass {
+		if !ok || gw.Spec.GatewayClassName != WaypointClass {
 			continue
 		}
 		logf("waypoint: waiting for %s/%s (Deployment available, Gateway Programmed with an address)", gw.Namespace, gw.Name)
-		if err := WaitWaypoint(ctx, m, gw.Namespace, gw.Name, timeout); err != nil {
+		if err := WaitWaypoint(ctx, k, c, gw.Namespace, gw.Name, timeout); err != nil {
 			return err
 		}
 	}
