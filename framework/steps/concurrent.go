@@ -249,14 +249,6 @@ func runGroup(ctx context.Context, r *spec.Run, g *rolloutGroup, m mode.Mode, h 
 	}
 }
 
-// amendSetup adds to the setup a shared measurement's later readers get.
-func (m *sharedMeasurement[T]) amendSetup(key, more string) {
-	e := m.entry(key)
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.setup += more
-}
-
 // groupCheck is what the run's interference check says to one group: the
 // check itself for the group that made it, its sentence for the others.
 type groupCheck struct {

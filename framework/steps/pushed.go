@@ -451,3 +451,6 @@ func targetsService(obj client.Object) bool {
 	}
 	return p.Spec.GetTargetRef().GetKind() == "Service"
 }
+
+// LabelGatewayName is the label Istio puts on a Gateway's pods (waypoints too).
+const LabelGatewayName = "gateway.networking.k8s.io/gateway-name"

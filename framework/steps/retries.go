@@ -46,9 +46,6 @@ func RetryProxyOf(m mode.Mode, ns string) (RetryProxy, error) {
 	}
 }
 
-// LabelGatewayName is the label Istio puts on a Gateway's pods (waypoints too).
-const LabelGatewayName = "gateway.networking.k8s.io/gateway-name"
-
 // StatPrefixDelimiter ends the stat name pilot gives every cluster it
 // builds (cluster_builder.go: c.AltStatName = util.DelimitedStatsPrefix(name),
 // constants.StatPrefixDelimiter), so Istio's stats tags can cut the cluster

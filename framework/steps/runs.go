@@ -4,11 +4,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
-	"github.com/meshclaims/meshclaims/fixtures"
-	"github.com/meshclaims/meshclaims/framework/converge"
 	"github.com/meshclaims/meshclaims/framework/fortioresult"
 	"github.com/meshclaims/meshclaims/framework/load"
 	"github.com/meshclaims/meshclaims/framework/loadplan"
@@ -18,77 +15,6 @@ import (
 	"github.com/meshclaims/meshclaims/framework/stats"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
-
-// InMeshOf is mode m's fortio client (for baselines measured from a spec of
-// another mode).
-func InMeshOf(r *spec.Run, m mode.Mode) probe.Client {
-	r.Touch(m.Namespace())
-	return probe.Client{Namespace: m.Namespace(), Selector: fixtures.LabelApp + "=" + fixtures.ClientName, Port: fixtures.ClientHTTPPort}
-}
-
-// EchoURLOf is mode m's echo Service URL.
-func EchoURLOf(m mode.Mode) string {
-	return fmt.Sprintf("http://%s.%s:%d/", fixtures.EchoName, m.Namespace(), fixtures.EchoHTTPPort)
-}
-
-// RunName names the i-th repeat of a load ("none-run1").
-func RunName(what string, i int) string { return fmt.Sprintf("%s-run%d", what, i+1) }
-
-// sharedMeasurement runs each shared measurement once per run and mode: GUIDE measured
-// percentiles, all-ok and the overhead from the same requests, and the
-// ambient-l7/sidecar ratio from the same rollout runs as rollout.baseline.
-// Each key has a lock of its own, so measurements of different keys may run
-// at once (-concurrent-modes: each mode's rollout load) while a second
-// caller of one key waits for the first.
-type sharedMeasurement[T any] struct {
-	mu   sync.Mutex
-	done map[string]*sharedMeasurementEntry[T]
-}
-
-type sharedMeasurementEntry[T any] struct {
-	mu    sync.Mutex // held while the first caller measures
-	ran   bool
-	v     T
-	err   error
-	raw   []string           // raw results the first run saved
-	loads []loadplan.LoadRan // the loads it ran
-	setup string             // and the setup it stated
-}
-
-// entry is key's entry, made on first use.
-func (m *sharedMeasurement[T]) entry(key string) *sharedMeasurementEntry[T] {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.done == nil {
-		m.done = map[string]*sharedMeasurementEntry[T]{}
-	}
-	e, ok := m.done[key]
-	if !ok {
-		e = &sharedMeasurementEntry[T]{}
-		m.done[key] = e
-	}
-	return e
-}
-
-// get runs f once per key. A later spec that reuses the result also lists
-// the raw results and setup, so its report row points at the data it was
-// judged on.
-func (m *sharedMeasurement[T]) get(r *spec.Run, key string, f func() (T, error)) (T, error) {
-	e := m.entry(key)
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.ran {
-		r.Reuse(e.raw, e.loads, e.setup)
-		return e.v, e.err
-	}
-	before, loadsBefore := len(r.Raw()), len(r.Loads())
-	v, err := f()
-	e.ran, e.v, e.err = true, v, err
-	e.raw = append([]string(nil), r.Raw()[before:]...)
-	e.loads = append([]loadplan.LoadRan(nil), r.Loads()[loadsBefore:]...)
-	e.setup = r.Setup()
-	return v, err
-}
 
 var steady sharedMeasurement[*load.Run]
 
@@ -302,26 +228,4 @@ func Repeat(ctx context.Context, r *spec.Run, f func(ctx context.Context, i int)
 		extra["rel_spread"] = s.RelSpread
 	}
 	return m, nil
-}
-
-// Quiesce waits until echo in each mode is in a steady state (no pod still
-// draining from an earlier rollout, endpoints exactly the ready pods) and
-// gives the proxies a moment to program it: every load measures steady
-// state, whatever spec ran before it.
-func Quiesce(ctx context.Context, r *spec.Run, modes ...mode.Mode) error {
-	m, err := ClusterOf(r)
-	if err != nil {
-		return err
-	}
-	for _, md := range modes {
-		r.Touch(md.Namespace())
-		if err := m.Kube.WaitQuiet(ctx, md.Namespace(), fixtures.EchoName, r.Env.Config.Timeouts.Quiet); err != nil {
-			return err
-		}
-	}
-	// Endpoints, not a policy: kube-proxy's and ztunnel's endpoint state
-	// is not read here, so this stays a documented bounded wait, recorded.
-	w, err := converge.Bounded(ctx, r.Env.Config.Timeouts.ProxySync, "the proxies to program settled endpoints", "endpoint programming is not read from kube-proxy or ztunnel: documented bounded wait (Timeouts.ProxySync)")
-	r.AddWait(w)
-	return err
 }

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/meshclaims/meshclaims/fixtures"
+	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/probe"
 	"github.com/meshclaims/meshclaims/framework/spec"
 	"github.com/meshclaims/meshclaims/framework/verdict"
@@ -122,3 +123,18 @@ func ProbeOutcome(ctx context.Context, r *spec.Run, c probe.Client, url string) 
 	}
 	return verdict.Measurement{Outcome: res.Outcome, Detail: res.Detail}, nil
 }
+
+// InMeshOf is mode m's fortio client (for baselines measured from a spec of
+// another mode).
+func InMeshOf(r *spec.Run, m mode.Mode) probe.Client {
+	r.Touch(m.Namespace())
+	return probe.Client{Namespace: m.Namespace(), Selector: fixtures.LabelApp + "=" + fixtures.ClientName, Port: fixtures.ClientHTTPPort}
+}
+
+// EchoURLOf is mode m's echo Service URL.
+func EchoURLOf(m mode.Mode) string {
+	return fmt.Sprintf("http://%s.%s:%d/", fixtures.EchoName, m.Namespace(), fixtures.EchoHTTPPort)
+}
+
+// RunName names the i-th repeat of a load ("none-run1").
+func RunName(what string, i int) string { return fmt.Sprintf("%s-run%d", what, i+1) }
