@@ -30,6 +30,7 @@ import (
 	"github.com/meshclaims/meshclaims/framework/kube"
 	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/proxydump"
+	"github.com/meshclaims/meshclaims/framework/scenario"
 	"github.com/meshclaims/meshclaims/framework/setup/setuptest"
 	"github.com/meshclaims/meshclaims/framework/steps"
 )
@@ -159,7 +160,7 @@ func TestWaypointOnLocalCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	wpSelector := steps.LabelGatewayName + "=" + fixtures.WaypointName
+	wpSelector := scenario.LabelGatewayName + "=" + fixtures.WaypointName
 	t.Run("ready", func(t *testing.T) {
 		if err := istio.WaitWaypoint(ctx, s.Cluster.Kube, s.Cluster.Applier.Client(), ns, fixtures.WaypointName, cfg.Timeouts.GatewayReady); err != nil {
 			t.Fatal(err)

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	"github.com/meshclaims/meshclaims/fixtures"
 	"github.com/meshclaims/meshclaims/framework/claims"
 	"github.com/meshclaims/meshclaims/framework/converge"
@@ -17,9 +19,9 @@ import (
 	"github.com/meshclaims/meshclaims/framework/load"
 	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/podtimeline"
+	"github.com/meshclaims/meshclaims/framework/scenario"
 	"github.com/meshclaims/meshclaims/framework/spec"
 	"github.com/meshclaims/meshclaims/framework/verdict"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // NoUpstream is the category of a 503 the proxy answered without choosing
@@ -142,23 +144,23 @@ func startAccessLog(ctx context.Context, r *spec.Run, mesh *spec.Cluster, m mode
 			}); err != nil {
 				return err
 			}
-			return AwaitRemoved(ctx, r, tel)
+			return scenario.AwaitRemoved(ctx, r, tel)
 		}}
 	if err := mesh.Applier.Apply(ctx, tel); err != nil {
 		return nil, err
 	}
 	r.Defer(a.off)
-	if err := AwaitApplied(ctx, r, tel); err != nil {
+	if err := scenario.AwaitApplied(ctx, r, tel); err != nil {
 		return nil, err
 	}
-	c := InMeshOf(r, m)
+	c := scenario.InMeshOf(r, m)
 	pod, err := mesh.Kube.OneReadyPod(ctx, c.Namespace, c.Selector)
 	if err != nil {
 		return nil, err
 	}
 	a.proxyLog = load.PodLogs{Client: mesh.Kube.Client, Namespace: ns, Pod: pod.Name, Container: ProxyContainer}
 	probes := 0
-	w, err := converge.Until(ctx, pushPolicy(r), "the client's sidecar to log its requests to echo (access log probes)", func(ctx context.Context) (bool, string, error) {
+	w, err := converge.Until(ctx, scenario.PushPolicy(r), "the client's sidecar to log its requests to echo (access log probes)", func(ctx context.Context) (bool, string, error) {
 		probes++
 		marker := fmt.Sprintf("meshclaims-accesslog-probe=%d", probes)
 		start := time.Now()
@@ -166,7 +168,7 @@ func startAccessLog(ctx context.Context, r *spec.Run, mesh *spec.Cluster, m mode
 		// measurement load: how many it takes is what the wait finds out,
 		// so the plan (spec.Def.Loads) cannot list them and they are not
 		// recorded among the spec's loads.
-		if _, err := runLoad(ctx, r, c, fmt.Sprintf("accesslog-probe-%d", probes), load.Spec{URL: EchoURLOf(m) + "?" + marker, QPS: 4, Connections: 1, Duration: time.Second, AllowInitialErrors: true}, nil); err != nil {
+		if _, err := runLoad(ctx, r, c, fmt.Sprintf("accesslog-probe-%d", probes), load.Spec{URL: scenario.EchoURLOf(m) + "?" + marker, QPS: 4, Connections: 1, Duration: time.Second, AllowInitialErrors: true}, nil); err != nil {
 			return false, "", err
 		}
 		lw, err := converge.Until(ctx, converge.Policy{Poll: r.Env.Config.Timeouts.ConvergePoll, Times: 1, Limit: r.Env.Config.Timeouts.LogFlush}, "probe "+marker+" in the access log", func(ctx context.Context) (bool, string, error) {

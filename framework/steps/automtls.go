@@ -10,6 +10,7 @@ import (
 
 	"github.com/meshclaims/meshclaims/fixtures"
 	"github.com/meshclaims/meshclaims/framework/probe"
+	"github.com/meshclaims/meshclaims/framework/scenario"
 	"github.com/meshclaims/meshclaims/framework/spec"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
@@ -59,7 +60,7 @@ func JudgeAutoMTLS(res probe.Result, ns string) (verdict.Measurement, error) {
 // EchoDestinationRules names the DestinationRules in the run's namespace
 // whose host is echo (short or full name): auto mTLS is claimed without one.
 func EchoDestinationRules(ctx context.Context, r *spec.Run) ([]string, error) {
-	m, err := ClusterOf(r)
+	m, err := scenario.ClusterOf(r)
 	if err != nil {
 		return nil, err
 	}
@@ -88,11 +89,11 @@ func AutoMTLS(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
 	if len(drs) > 0 {
 		return verdict.Measurement{Unmet: fmt.Sprintf("no DestinationRule for echo: found %v", drs)}, nil
 	}
-	m, err := ClusterOf(r)
+	m, err := scenario.ClusterOf(r)
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
-	res, err := probe.From(ctx, m.Kube, InMesh(r), EchoURL(r)+strings.TrimPrefix(fixtures.DebugPath, "/"), r.Env.Config.Timeouts.Probe)
+	res, err := probe.From(ctx, m.Kube, scenario.InMesh(r), scenario.EchoURL(r)+strings.TrimPrefix(fixtures.DebugPath, "/"), r.Env.Config.Timeouts.Probe)
 	if err != nil {
 		return verdict.Measurement{}, err
 	}

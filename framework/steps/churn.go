@@ -15,13 +15,14 @@ import (
 	"github.com/meshclaims/meshclaims/fixtures"
 	"github.com/meshclaims/meshclaims/framework/load"
 	"github.com/meshclaims/meshclaims/framework/mode"
+	"github.com/meshclaims/meshclaims/framework/scenario"
 	"github.com/meshclaims/meshclaims/framework/spec"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
 
 type churnPair struct{ quiet, churned, noMeshQuiet, noMeshChurned *load.Run }
 
-var churns sharedMeasurement[churnPair]
+var churns scenario.SharedMeasurement[churnPair]
 
 // ChurnRuns runs SCALE's pattern scaled down to one namespace: a saturating
 // load on echo for 60 s (scaled) without churn, then the same load while the
@@ -44,7 +45,7 @@ func ChurnControl(ctx context.Context, r *spec.Run) (*load.Run, *load.Run, error
 }
 
 func churnRuns(ctx context.Context, r *spec.Run) (churnPair, error) {
-	return churns.get(r, r.Env.Config.RunID+"/"+string(r.Mode), func() (churnPair, error) {
+	return churns.Get(r, r.Env.Config.RunID+"/"+string(r.Mode), func() (churnPair, error) {
 		var p churnPair
 		if r.Mode != mode.None {
 			var err error
@@ -63,17 +64,17 @@ func churnRuns(ctx context.Context, r *spec.Run) (churnPair, error) {
 // echo, quiet and then while m's namespace churns, the churn undone after
 // the spec.
 func quietAndChurned(ctx context.Context, r *spec.Run, m mode.Mode, prefix string) (*load.Run, *load.Run, error) {
-	if err := Quiesce(ctx, r, m); err != nil {
+	if err := scenario.Quiesce(ctx, r, m); err != nil {
 		return nil, nil, err
 	}
 	s := churnLoad(r)
-	s.URL = EchoURLOf(m)
-	c := InMeshOf(r, m)
+	s.URL = scenario.EchoURLOf(m)
+	c := scenario.InMeshOf(r, m)
 	quiet, err := Load(ctx, r, c, prefix+"quiet", s)
 	if err != nil {
 		return nil, nil, err
 	}
-	mesh, err := ClusterOf(r)
+	mesh, err := scenario.ClusterOf(r)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -106,7 +107,7 @@ func quietAndChurned(ctx context.Context, r *spec.Run, m mode.Mode, prefix strin
 }
 
 func startChurn(ctx context.Context, r *spec.Run, ns string) func() (int, error) {
-	m, _ := ClusterOf(r)
+	m, _ := scenario.ClusterOf(r)
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	var changes int
@@ -203,7 +204,7 @@ func change(quiet, churned *load.Run) (d, qQPS, cQPS, qP50, cP50 float64) {
 // the host's cores) count once, as the largest node's capacity: their sum
 // would divide the load by cores that are not there.
 func NodeCores(ctx context.Context, r *spec.Run) (float64, string, error) {
-	m, err := ClusterOf(r)
+	m, err := scenario.ClusterOf(r)
 	if err != nil {
 		return 0, "", err
 	}
@@ -238,6 +239,6 @@ func CountCores(caps []float64, shareHost bool) (float64, string, error) {
 // churnLoad is the load of both churn runs: no qps limit, 16 connections,
 // 60 s (scaled), at load.LatencyResolution since the runs' P50s are compared.
 func churnLoad(r *spec.Run) load.Spec {
-	return load.Spec{URL: EchoURL(r), QPS: 0, Connections: 16, Duration: r.Env.Config.Scale(60*time.Second, 10*time.Second),
+	return load.Spec{URL: scenario.EchoURL(r), QPS: 0, Connections: 16, Duration: r.Env.Config.Scale(60*time.Second, 10*time.Second),
 		Resolution: load.LatencyResolution}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/meshclaims/meshclaims/framework/loadplan"
 	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/rollout"
+	"github.com/meshclaims/meshclaims/framework/scenario"
 	"github.com/meshclaims/meshclaims/framework/spec"
 	"github.com/meshclaims/meshclaims/framework/stats"
 	"github.com/meshclaims/meshclaims/framework/verdict"
@@ -242,7 +243,7 @@ func runGroup(ctx context.Context, r *spec.Run, g *rolloutGroup, m mode.Mode, h 
 			r.SetSetup("%s; %s", r.Setup(), a.Note)
 			continue
 		}
-		rollouts.amendSetup(rolloutKey(r, mo, h, s), "; "+a.Note)
+		rollouts.AmendSetup(rolloutKey(r, mo, h, s), "; "+a.Note)
 	}
 	if r.Env.Note != nil {
 		r.Env.Note(fmt.Sprintf("-concurrent-modes: %s (hardening %s) ran in %s at once.", rolloutName(m, h), hardeningName(h), mode.Join(modes, ", ")))
@@ -319,11 +320,11 @@ func checkOnce(ctx context.Context, r *spec.Run, g *rolloutGroup, m mode.Mode, h
 func referenceRun(ctx context.Context, r *spec.Run, m mode.Mode, h fixtures.Hardening, s load.Spec) (*RolloutResult, error) {
 	ref := spec.NewRun(r.Claim, m, r.Env, r.Out)
 	defer ref.Close(ctx)
-	mesh, err := ClusterOf(ref)
+	mesh, err := scenario.ClusterOf(ref)
 	if err != nil {
 		return nil, err
 	}
-	if err := Quiesce(ctx, ref, m); err != nil {
+	if err := scenario.Quiesce(ctx, ref, m); err != nil {
 		return nil, err
 	}
 	s.Duration = interference.ReferenceDuration(s.Duration)
@@ -331,7 +332,7 @@ func referenceRun(ctx context.Context, r *spec.Run, m mode.Mode, h fixtures.Hard
 	if err != nil {
 		return nil, err
 	}
-	return underLoad(ctx, ref, InMeshOf(ref, m), rolloutName(m, h)+"-alone", s, driver)
+	return underLoad(ctx, ref, scenario.InMeshOf(ref, m), rolloutName(m, h)+"-alone", s, driver)
 }
 
 // interferenceRun is a rollout run as the interference check reads it:

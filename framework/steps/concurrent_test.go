@@ -2,8 +2,6 @@ package steps
 
 import (
 	"context"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,46 +16,6 @@ import (
 	"github.com/meshclaims/meshclaims/framework/rollout"
 	"github.com/meshclaims/meshclaims/framework/spec"
 )
-
-// Shared measurements of different keys run at once (each mode's rollout
-// load under -concurrent-modes), and one key still runs once however many
-// callers ask at the same time.
-func TestSharedMeasurementRunsKeysAtOnceAndEachOnce(t *testing.T) {
-	reg := claimstest.Registry(t)
-	env := &spec.Env{}
-	var m sharedMeasurement[int]
-	started := make(chan struct{}, 2)
-	both := make(chan struct{})
-	var calls atomic.Int32
-	f := func() (int, error) {
-		calls.Add(1)
-		started <- struct{}{}
-		select {
-		case <-both:
-		case <-time.After(10 * time.Second):
-			t.Error("the other key's measurement did not start while this one ran: keys are serialized")
-		}
-		return 1, nil
-	}
-	var wg sync.WaitGroup
-	for _, k := range []string{"none", "sidecar", "none", "sidecar"} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r := spec.NewRun(reg.MustGet("rollout.baseline"), mode.None, env, nil)
-			if v, err := m.get(r, k, f); v != 1 || err != nil {
-				t.Errorf("%s: %d %v", k, v, err)
-			}
-		}()
-	}
-	<-started
-	<-started
-	close(both)
-	wg.Wait()
-	if n := calls.Load(); n != 2 {
-		t.Fatalf("measured %d times for 2 keys", n)
-	}
-}
 
 func baselineRun(t *testing.T, m mode.Mode, concurrent bool, modes ...mode.Mode) *spec.Run {
 	reg := claimstest.Registry(t)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/meshclaims/meshclaims/fixtures"
 	"github.com/meshclaims/meshclaims/framework/mode"
+	"github.com/meshclaims/meshclaims/framework/scenario"
 	"github.com/meshclaims/meshclaims/framework/spec"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
@@ -74,7 +75,7 @@ func ProxyPlacement(m mode.Mode, pods []corev1.Pod) verdict.Measurement {
 
 // EchoPods lists echo's pods in the run's namespace.
 func EchoPods(ctx context.Context, r *spec.Run) ([]corev1.Pod, error) {
-	m, err := ClusterOf(r)
+	m, err := scenario.ClusterOf(r)
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/meshclaims/meshclaims/fixtures"
 	"github.com/meshclaims/meshclaims/framework/mode"
+	"github.com/meshclaims/meshclaims/framework/scenario"
 	"github.com/meshclaims/meshclaims/framework/spec"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
@@ -101,7 +102,7 @@ func HardenedEchoPods(ctx context.Context, r *spec.Run, m mode.Mode, h fixtures.
 	if err := harden(ctx, r, m, h); err != nil {
 		return nil, err
 	}
-	cluster, err := ClusterOf(r)
+	cluster, err := scenario.ClusterOf(r)
 	if err != nil {
 		return nil, err
 	}

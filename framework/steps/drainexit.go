@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/meshclaims/meshclaims/fixtures"
+	"github.com/meshclaims/meshclaims/framework/scenario"
 	"github.com/meshclaims/meshclaims/framework/spec"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
@@ -72,7 +73,7 @@ func JudgeProxyExit(e ProxyExit) verdict.Measurement {
 // and returns its last state before it went, waiting at most timeout for it
 // to go. The watch starts before the delete so no status is missed.
 func DeleteAndWatch(ctx context.Context, r *spec.Run, ns, name string, timeout time.Duration) (*corev1.Pod, error) {
-	m, err := ClusterOf(r)
+	m, err := scenario.ClusterOf(r)
 	if err != nil {
 		return nil, err
 	}

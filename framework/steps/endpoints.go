@@ -15,6 +15,7 @@ import (
 	wp "github.com/meshclaims/meshclaims/fixtures/workload/probe"
 	"github.com/meshclaims/meshclaims/framework/kubeproxymode"
 	"github.com/meshclaims/meshclaims/framework/probe"
+	"github.com/meshclaims/meshclaims/framework/scenario"
 	"github.com/meshclaims/meshclaims/framework/spec"
 	"github.com/meshclaims/meshclaims/framework/stats"
 	"github.com/meshclaims/meshclaims/framework/verdict"
@@ -78,14 +79,14 @@ type EndpointTiming struct {
 // timeEndpointChanges runs HYBRID's endpoint procedure EndpointTrials
 // times on a Service of its own that selects one canary version.
 func timeEndpointChanges(ctx context.Context, r *spec.Run) (out EndpointTiming, err error) {
-	m, err := ClusterOf(r)
+	m, err := scenario.ClusterOf(r)
 	if err != nil {
 		return out, err
 	}
 	if out.KubeProxy, err = kubeproxymode.ReadSettings(ctx, m.Kube.Client); err != nil {
 		return out, err
 	}
-	t := Target(r)
+	t := scenario.Target(r)
 	s := fixtures.WorkloadService(t, EndpointServiceName, fixtures.EchoHTTPPort)
 	s.Spec.Selector = versionSelector(fixtures.CanaryV1)
 	if err := m.Applier.Apply(ctx, s); err != nil {
@@ -124,7 +125,7 @@ func timeEndpointChanges(ctx context.Context, r *spec.Run) (out EndpointTiming, 
 			out.Syncs, out.MeanSync = after.Since(syncsBefore)
 		}
 	}()
-	err = probe.Forward(ctx, m.Kube, InMesh(r), func(base string) error {
+	err = probe.Forward(ctx, m.Kube, scenario.InMesh(r), func(base string) error {
 		if out.ClockOffset, out.ClockUncertainty, err = probe.ClockOffset(ctx, base, 7); err != nil {
 			return err
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/meshclaims/meshclaims/framework/istio"
 	"github.com/meshclaims/meshclaims/framework/kubeletstats"
 	"github.com/meshclaims/meshclaims/framework/mode"
+	"github.com/meshclaims/meshclaims/framework/scenario"
 	"github.com/meshclaims/meshclaims/framework/spec"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
@@ -146,11 +147,11 @@ func ProxyFootprint(ctx context.Context, r *spec.Run) (verdict.Measurement, erro
 		r.SetSetup("%s", NoProxy)
 		return verdict.Measurement{Detail: NoProxy}, nil
 	}
-	m, err := ClusterOf(r)
+	m, err := scenario.ClusterOf(r)
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
-	c := InMesh(r)
+	c := scenario.InMesh(r)
 	client, err := m.Kube.OneReadyPod(ctx, c.Namespace, c.Selector)
 	if err != nil {
 		return verdict.Measurement{}, err
@@ -169,7 +170,7 @@ func ProxyFootprint(ctx context.Context, r *spec.Run) (verdict.Measurement, erro
 		return verdict.Measurement{}, err
 	}
 	ctr, _ := containerOf(proxy, proxyContainer)
-	s, err := SetupLoad(r, EchoURL(r), FootprintFloor)
+	s, err := SetupLoad(r, scenario.EchoURL(r), FootprintFloor)
 	if err != nil {
 		return verdict.Measurement{}, err
 	}

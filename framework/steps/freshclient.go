@@ -8,6 +8,7 @@ import (
 
 	"github.com/meshclaims/meshclaims/fixtures"
 	"github.com/meshclaims/meshclaims/framework/probe"
+	"github.com/meshclaims/meshclaims/framework/scenario"
 	"github.com/meshclaims/meshclaims/framework/spec"
 )
 
@@ -31,13 +32,13 @@ var freshSeq atomic.Int64
 // policy keeps carrying new requests past a NetworkPolicy). The wait is for
 // the client's own readiness, never for the outcome it will measure.
 func FreshClient(ctx context.Context, r *spec.Run, purpose string) (FreshPod, error) {
-	m, err := ClusterOf(r)
+	m, err := scenario.ClusterOf(r)
 	if err != nil {
 		return FreshPod{}, err
 	}
 	name := fmt.Sprintf("%s-%s-%d", fixtures.ClientName, purpose, freshSeq.Add(1))
-	d := fixtures.FortioClient(Target(r), m.Options.Images, name, "")
-	if err := Apply(ctx, r, d); err != nil {
+	d := fixtures.FortioClient(scenario.Target(r), m.Options.Images, name, "")
+	if err := scenario.Apply(ctx, r, d); err != nil {
 		return FreshPod{}, err
 	}
 	if err := m.Kube.WaitCreatedAvailable(ctx, r.Namespace(), r.Env.Config.Timeouts.WorkloadsReady, name); err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/meshclaims/meshclaims/fixtures"
 	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/proxycert"
+	"github.com/meshclaims/meshclaims/framework/scenario"
 	"github.com/meshclaims/meshclaims/framework/spec"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
@@ -42,7 +43,7 @@ func (i Identity) Measurement() verdict.Measurement {
 // certificate istiod published in the namespace (ConfigMap
 // istio-ca-root-cert), and every meshed namespace of the run holds the same.
 func WorkloadIdentity(ctx context.Context, r *spec.Run) (Identity, error) {
-	m, err := ClusterOf(r)
+	m, err := scenario.ClusterOf(r)
 	if err != nil {
 		return Identity{}, err
 	}

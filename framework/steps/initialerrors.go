@@ -11,6 +11,7 @@ import (
 	"github.com/meshclaims/meshclaims/fixtures/workload/echo"
 	"github.com/meshclaims/meshclaims/framework/load"
 	"github.com/meshclaims/meshclaims/framework/probe"
+	"github.com/meshclaims/meshclaims/framework/scenario"
 	"github.com/meshclaims/meshclaims/framework/spec"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
@@ -91,21 +92,21 @@ func JudgeInitialErrors(strict, allowed *load.FortioLoad) (verdict.Measurement, 
 // the in-mesh client to echo's starting target through the echo Service,
 // once without -allow-initial-errors and once with it, each on a fresh key.
 func InitialErrorsAbort(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
-	s, err := SetupLoad(r, EchoURL(r), InitialErrorsFloor)
+	s, err := SetupLoad(r, scenario.EchoURL(r), InitialErrorsFloor)
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
 	r.SetSetup("%g qps x %d connections for %s from the in-mesh client to echo's %s (503 for %s after each load's first request), once without and once with -allow-initial-errors, as fortio load runs",
 		s.QPS, s.Connections, s.Duration, echo.StartingPath, InitialErrorsWindow)
-	if err := Quiesce(ctx, r, r.Mode); err != nil {
+	if err := scenario.Quiesce(ctx, r, r.Mode); err != nil {
 		return verdict.Measurement{}, err
 	}
 	// Keys name this run's windows: echo pods outlive a run.
 	nonce := time.Now().UnixNano()
 	run := func(name string, allow bool) (*load.FortioLoad, error) {
-		q := echo.LoadRequest{URL: StartingURL(EchoURL(r), fmt.Sprintf("%s-%d", name, nonce), InitialErrorsWindow),
+		q := echo.LoadRequest{URL: StartingURL(scenario.EchoURL(r), fmt.Sprintf("%s-%d", name, nonce), InitialErrorsWindow),
 			QPS: s.QPS, Connections: s.Connections, Duration: s.Duration, AllowInitialErrors: allow}
-		return FortioLoad(ctx, r, InMesh(r), name, q)
+		return FortioLoad(ctx, r, scenario.InMesh(r), name, q)
 	}
 	strict, err := run("initial-errors-strict", false)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/meshclaims/meshclaims/framework/kubeproxymode"
+	"github.com/meshclaims/meshclaims/framework/scenario"
 	"github.com/meshclaims/meshclaims/framework/spec"
 	"github.com/meshclaims/meshclaims/framework/stats"
 	"github.com/meshclaims/meshclaims/framework/verdict"
@@ -28,7 +29,7 @@ const KindServiceTrials = 10
 // kube-proxy does not run, passes the need and fails the measurement with
 // the error (a broken cluster, not the layer's limit).
 var NeedKubeProxyConfig = spec.Need{Name: "kube-proxy-config", Layer: true, Check: func(ctx context.Context, r *spec.Run) error {
-	m, err := ClusterOf(r)
+	m, err := scenario.ClusterOf(r)
 	if err != nil {
 		return err
 	}
@@ -44,7 +45,7 @@ var NeedKubeProxyConfig = spec.Need{Name: "kube-proxy-config", Layer: true, Chec
 // in-pod probe, 20 ms attempts). The measurement names the kube-proxy
 // mode read from the cluster, which picks the documented value.
 func KubeProxyServiceReady(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
-	m, err := ClusterOf(r)
+	m, err := scenario.ClusterOf(r)
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
@@ -54,7 +55,7 @@ func KubeProxyServiceReady(ctx context.Context, r *spec.Run) (verdict.Measuremen
 	}
 	kp := set.Mode
 	r.SetSetup("%d new Services timed with no other Services; kube-proxy %s (read from %s/%s %s)", KindServiceTrials, set, kubeproxymode.Namespace, kubeproxymode.ConfigMap, kubeproxymode.ConfigKey)
-	rs, err := timeServicesN(ctx, r, Target(r), "svc-kp", KindServiceTrials)
+	rs, err := timeServicesN(ctx, r, scenario.Target(r), "svc-kp", KindServiceTrials)
 	if err != nil {
 		return verdict.Measurement{}, err
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/meshclaims/meshclaims/fixtures"
+	"github.com/meshclaims/meshclaims/framework/scenario"
 	"github.com/meshclaims/meshclaims/framework/spec"
 	"github.com/meshclaims/meshclaims/framework/stats"
 	"github.com/meshclaims/meshclaims/framework/verdict"
@@ -32,13 +33,13 @@ const (
 // -allow-initial-errors (the first requests are the ones a tripped breaker
 // refuses), and judges the 503 share (JudgeBreaker).
 func CircuitBreaking(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
-	s, err := SetupLoad(r, EchoURL(r)+"?delay="+fixtures.BreakerDelay, BreakerFloor)
+	s, err := SetupLoad(r, scenario.EchoURL(r)+"?delay="+fixtures.BreakerDelay, BreakerFloor)
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
 	s.AllowInitialErrors = true
 	r.SetSetup("%s, against echo ?delay=%s", DescribeLoad(r, s), fixtures.BreakerDelay)
-	run, err := Load(ctx, r, InMesh(r), "breaker", s)
+	run, err := Load(ctx, r, scenario.InMesh(r), "breaker", s)
 	if err != nil {
 		return verdict.Measurement{}, err
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/meshclaims/meshclaims/fixtures"
 	"github.com/meshclaims/meshclaims/framework/probe"
+	"github.com/meshclaims/meshclaims/framework/scenario"
 	"github.com/meshclaims/meshclaims/framework/spec"
 	"github.com/meshclaims/meshclaims/framework/stats"
 	"github.com/meshclaims/meshclaims/framework/verdict"
@@ -40,19 +41,19 @@ const (
 // MirrorStatus on a fresh connection, and counts the marked lines in the
 // logs of echo-v1's and echo-v2's pods (JudgeMirror).
 func Mirroring(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
-	m, err := ClusterOf(r)
+	m, err := scenario.ClusterOf(r)
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
-	route := fixtures.CanaryMirrorRoute(Target(r))
-	if err := ApplyAndAwait(ctx, r, route); err != nil {
+	route := fixtures.CanaryMirrorRoute(scenario.Target(r))
+	if err := scenario.ApplyAndAwait(ctx, r, route); err != nil {
 		return verdict.Measurement{}, err
 	}
 	mark := fmt.Sprintf("mirror-%s-%d", r.Env.Config.RunID, time.Now().UnixNano())
 	url := fmt.Sprintf("http://%s.%s:%d/?status=%d&%s=%s", fixtures.CanaryName, r.Namespace(), fixtures.EchoHTTPPort, MirrorStatus, MarkParam, mark)
 	since := time.Now().Add(-logClockSlack)
 	var results []probe.Result
-	err = probe.Forward(ctx, m.Kube, InMesh(r), func(base string) (err error) {
+	err = probe.Forward(ctx, m.Kube, scenario.InMesh(r), func(base string) (err error) {
 		results, err = probe.ManyVia(ctx, base, url, SplitRequests, r.Env.Config.Timeouts.Probe)
 		return err
 	})
@@ -78,7 +79,7 @@ func Mirroring(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
 	// is answered after its primary, so the count is read once more a
 	// poll later.
 	var v1, v2 int64
-	err = PollUntil(ctx, r.Env.Config.Timeouts.LogFlush, r.Env.Config.Timeouts.ConvergePoll, func(ctx context.Context) (bool, string, error) {
+	err = scenario.PollUntil(ctx, r.Env.Config.Timeouts.LogFlush, r.Env.Config.Timeouts.ConvergePoll, func(ctx context.Context) (bool, string, error) {
 		var err error
 		v1, v2, err = count()
 		return err == nil && v1+v2 >= calls, fmt.Sprintf("v1 %d + v2 %d marked lines of %d calls", v1, v2, calls), err
@@ -105,7 +106,7 @@ func Mirroring(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
 // markedLines counts the error answers carrying mark in the logs of every
 // pod of canary version v since since.
 func markedLines(ctx context.Context, r *spec.Run, v, mark string, since time.Time) (int64, error) {
-	m, err := ClusterOf(r)
+	m, err := scenario.ClusterOf(r)
 	if err != nil {
 		return 0, err
 	}

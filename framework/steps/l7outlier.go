@@ -7,6 +7,7 @@ import (
 
 	"github.com/meshclaims/meshclaims/fixtures"
 	"github.com/meshclaims/meshclaims/framework/probe"
+	"github.com/meshclaims/meshclaims/framework/scenario"
 	"github.com/meshclaims/meshclaims/framework/spec"
 	"github.com/meshclaims/meshclaims/framework/stats"
 	"github.com/meshclaims/meshclaims/framework/verdict"
@@ -29,14 +30,14 @@ const (
 // fixtures.EchoOutlierDetection, and judges SplitRequests calls
 // (JudgeOutlier).
 func OutlierDetection(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
-	m, err := ClusterOf(r)
+	m, err := scenario.ClusterOf(r)
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
-	t := Target(r)
+	t := scenario.Target(r)
 	img := m.Options.Images
 	healthy, failing := fixtures.OutlierEcho(t, img, false), fixtures.OutlierEcho(t, img, true)
-	if err := Apply(ctx, r, fixtures.OutlierService(t), healthy, failing); err != nil {
+	if err := scenario.Apply(ctx, r, fixtures.OutlierService(t), healthy, failing); err != nil {
 		return verdict.Measurement{}, err
 	}
 	if err := m.Kube.WaitAvailable(ctx, r.Namespace(), r.Env.Config.Timeouts.WorkloadsReady, healthy.Name, failing.Name); err != nil {
@@ -45,7 +46,7 @@ func OutlierDetection(ctx context.Context, r *spec.Run) (verdict.Measurement, er
 	url := fmt.Sprintf("http://%s.%s:%d/", fixtures.OutlierName, r.Namespace(), fixtures.EchoHTTPPort)
 	calls := func(n int) (codes map[int]int64, err error) {
 		var results []probe.Result
-		err = probe.Forward(ctx, m.Kube, InMesh(r), func(base string) (err error) {
+		err = probe.Forward(ctx, m.Kube, scenario.InMesh(r), func(base string) (err error) {
 			results, err = probe.ManyVia(ctx, base, url, n, r.Env.Config.Timeouts.Probe)
 			return err
 		})
@@ -56,7 +57,7 @@ func OutlierDetection(ctx context.Context, r *spec.Run) (verdict.Measurement, er
 	}
 	// Both endpoints must be answering through the proxies (a new Service's
 	// endpoints reach them like a pushed config) before the rule.
-	err = PollUntil(ctx, r.Env.Config.Timeouts.ConfigPushed, r.Env.Config.Timeouts.ConvergePoll, func(context.Context) (bool, string, error) {
+	err = scenario.PollUntil(ctx, r.Env.Config.Timeouts.ConfigPushed, r.Env.Config.Timeouts.ConvergePoll, func(context.Context) (bool, string, error) {
 		codes, err := calls(10)
 		if err != nil {
 			return false, err.Error(), nil
@@ -67,7 +68,7 @@ func OutlierDetection(ctx context.Context, r *spec.Run) (verdict.Measurement, er
 		return verdict.Measurement{}, fmt.Errorf("positive control before the rule: calls to %s never reached both the healthy and the failing pod: %w", url, err)
 	}
 	rule := fixtures.EchoOutlierDetection(t)
-	if err := ApplyAndAwait(ctx, r, rule); err != nil {
+	if err := scenario.ApplyAndAwait(ctx, r, rule); err != nil {
 		return verdict.Measurement{}, err
 	}
 	codes, err := calls(SplitRequests)

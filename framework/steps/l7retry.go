@@ -6,6 +6,7 @@ import (
 
 	"github.com/meshclaims/meshclaims/fixtures"
 	"github.com/meshclaims/meshclaims/framework/probe"
+	"github.com/meshclaims/meshclaims/framework/scenario"
 	"github.com/meshclaims/meshclaims/framework/spec"
 	"github.com/meshclaims/meshclaims/framework/stats"
 	"github.com/meshclaims/meshclaims/framework/verdict"
@@ -28,7 +29,7 @@ const (
 // client saw (JudgeRetryPolicy). An answer other than 200 or the flaky
 // status is a broken measurement.
 func RetryPolicy(ctx context.Context, r *spec.Run, c probe.Client, url string) (verdict.Measurement, error) {
-	m, err := ClusterOf(r)
+	m, err := scenario.ClusterOf(r)
 	if err != nil {
 		return verdict.Measurement{}, err
 	}

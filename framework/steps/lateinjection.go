@@ -12,6 +12,7 @@ import (
 	"github.com/meshclaims/meshclaims/fixtures"
 	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/rollout/deployment"
+	"github.com/meshclaims/meshclaims/framework/scenario"
 	"github.com/meshclaims/meshclaims/framework/spec"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
@@ -27,7 +28,7 @@ import (
 
 // LateInjection runs the scenario above and judges it (JudgeLateInjection).
 func LateInjection(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
-	m, err := ClusterOf(r)
+	m, err := scenario.ClusterOf(r)
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
@@ -46,7 +47,7 @@ func LateInjection(ctx context.Context, r *spec.Run) (verdict.Measurement, error
 	}
 	r.Logf("labelled %s %v while pod %s runs", t.Namespace, fixtures.RevisionLabels(mode.Sidecar, m.Options.SidecarRevision), before.Name)
 	control := fixtures.LateControl(t, img)
-	if err := Apply(ctx, r, control); err != nil {
+	if err := scenario.Apply(ctx, r, control); err != nil {
 		return verdict.Measurement{}, err
 	}
 	if err := m.Kube.WaitAvailable(ctx, t.Namespace, timeouts.WorkloadsReady, control.Name); err != nil {
@@ -72,7 +73,7 @@ func LateInjection(ctx context.Context, r *spec.Run) (verdict.Measurement, error
 // the pod with UID not (a rollout's old pod stays Ready through its
 // grace period).
 func onlyPod(ctx context.Context, r *spec.Run, ns, app string, not types.UID) (*corev1.Pod, error) {
-	m, err := ClusterOf(r)
+	m, err := scenario.ClusterOf(r)
 	if err != nil {
 		return nil, err
 	}
@@ -125,11 +126,11 @@ func JudgeLateInjection(before, again, created, restarted *corev1.Pod) (verdict.
 // until echo is available and returns its one pod: the pod that runs
 // before the change a not-retroactive claim makes.
 func runningEcho(ctx context.Context, r *spec.Run, ns *corev1.Namespace, echo *appsv1.Deployment) (*corev1.Pod, error) {
-	m, err := ClusterOf(r)
+	m, err := scenario.ClusterOf(r)
 	if err != nil {
 		return nil, err
 	}
-	if err := Apply(ctx, r, ns, echo); err != nil {
+	if err := scenario.Apply(ctx, r, ns, echo); err != nil {
 		return nil, err
 	}
 	if err := m.Kube.WaitAvailable(ctx, echo.Namespace, r.Env.Config.Timeouts.WorkloadsReady, echo.Name); err != nil {
@@ -143,7 +144,7 @@ func runningEcho(ctx context.Context, r *spec.Run, ns *corev1.Namespace, echo *a
 // (read again, for what the change did to it in place), and the pod a
 // rollout restart then makes. what says in an error which pod before is.
 func keptAndRestarted(ctx context.Context, r *spec.Run, ns, name string, before *corev1.Pod, what string) (again, restarted *corev1.Pod, err error) {
-	m, err := ClusterOf(r)
+	m, err := scenario.ClusterOf(r)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -162,7 +163,7 @@ func keptAndRestarted(ctx context.Context, r *spec.Run, ns, name string, before 
 // for the rollout and returns its one pod, which must not be the pod with
 // UID old.
 func restartedPod(ctx context.Context, r *spec.Run, ns, name string, old types.UID) (*corev1.Pod, error) {
-	m, err := ClusterOf(r)
+	m, err := scenario.ClusterOf(r)
 	if err != nil {
 		return nil, err
 	}

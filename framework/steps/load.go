@@ -11,6 +11,7 @@ import (
 
 	"github.com/meshclaims/meshclaims/framework/claims"
 	"github.com/meshclaims/meshclaims/framework/loadplan"
+	"github.com/meshclaims/meshclaims/framework/scenario"
 
 	"github.com/meshclaims/meshclaims/framework/load"
 	"github.com/meshclaims/meshclaims/framework/mode"
@@ -87,7 +88,7 @@ func runLoad(ctx context.Context, r *spec.Run, c probe.Client, name string, s lo
 // port-forward to one of its ready pods, writing its raw files into a
 // temporary directory; done stops the forward and removes the directory.
 func clientEngine(ctx context.Context, r *spec.Run, c probe.Client, tmpPrefix string) (eng *load.Engine, rawDir string, done func(), err error) {
-	m, err := ClusterOf(r)
+	m, err := scenario.ClusterOf(r)
 	if err != nil {
 		return nil, "", nil, err
 	}
@@ -175,7 +176,7 @@ func LatencyLoad(r *spec.Run, url string, floor time.Duration) (load.Spec, error
 // qps, 16 connections, 60 s), scaled (never below SteadyFloor), against the
 // mode's echo Service, at load.LatencyResolution.
 func Steady(r *spec.Run) (load.Spec, error) {
-	return LatencyLoad(r, EchoURL(r), SteadyFloor)
+	return LatencyLoad(r, scenario.EchoURL(r), SteadyFloor)
 }
 
 // DescribeLoad says what a load ran beside what the claim documents, for

@@ -11,6 +11,7 @@ import (
 	"github.com/meshclaims/meshclaims/fixtures"
 	"github.com/meshclaims/meshclaims/framework/kubeletstats"
 	"github.com/meshclaims/meshclaims/framework/mode"
+	"github.com/meshclaims/meshclaims/framework/scenario"
 	"github.com/meshclaims/meshclaims/framework/setup/setuptest"
 	"github.com/meshclaims/meshclaims/framework/spec"
 	"github.com/meshclaims/meshclaims/framework/stats"
@@ -41,26 +42,26 @@ func TestStepsOnLocalCluster(t *testing.T) {
 		})
 		return r
 	}
-	echo := func(path string) string { return strings.TrimSuffix(steps.EchoURLOf(mode.None), "/") + path }
+	echo := func(path string) string { return strings.TrimSuffix(scenario.EchoURLOf(mode.None), "/") + path }
 
 	t.Run("grpc", func(t *testing.T) {
 		r := run(t, "sidecar.grpc-latency")
 		target := fixtures.EchoName + "." + mode.None.Namespace() + ":8079"
-		ms, err := steps.GRPCLoad(ctx, r, steps.InMeshOf(r, mode.None), "grpc-none", target, 100, 4, 3*time.Second)
+		ms, err := steps.GRPCLoad(ctx, r, scenario.InMeshOf(r, mode.None), "grpc-none", target, 100, 4, 3*time.Second)
 		if err != nil || ms <= 0 {
 			t.Fatalf("gRPC mean %v ms, %v", ms, err)
 		}
 	})
 	t.Run("download", func(t *testing.T) {
 		r := run(t, "sidecar.large-download")
-		d, err := steps.Download(ctx, r, steps.InMeshOf(r, mode.None), echo("/bytes?n=104857600"))
+		d, err := steps.Download(ctx, r, scenario.InMeshOf(r, mode.None), echo("/bytes?n=104857600"))
 		if err != nil || d.Bytes != 100<<20 || d.MBps <= 0 {
 			t.Fatalf("download %+v, %v", d, err)
 		}
 	})
 	t.Run("sse", func(t *testing.T) {
 		r := run(t, "sidecar.sse-intervals")
-		ivs, err := steps.SSEIntervals(ctx, r, steps.InMeshOf(r, mode.None), echo("/sse?n=50&interval=20ms"))
+		ivs, err := steps.SSEIntervals(ctx, r, scenario.InMeshOf(r, mode.None), echo("/sse?n=50&interval=20ms"))
 		if err != nil || len(ivs) != 49 {
 			t.Fatalf("%d intervals, %v", len(ivs), err)
 		}
@@ -72,7 +73,7 @@ func TestStepsOnLocalCluster(t *testing.T) {
 	t.Run("split without an L7 proxy is not honoured", func(t *testing.T) {
 		r := run(t, "canary.east-west-needs-l7")
 		url := "http://" + fixtures.CanaryName + "." + mode.None.Namespace() + ":8080/debug"
-		m, err := steps.Split(ctx, r, steps.InMeshOf(r, mode.None), url, fixtures.DefaultSplit)
+		m, err := steps.Split(ctx, r, scenario.InMeshOf(r, mode.None), url, fixtures.DefaultSplit)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -87,7 +88,7 @@ func TestStepsOnLocalCluster(t *testing.T) {
 	t.Run("L7 features without an L7 proxy are not applied", func(t *testing.T) {
 		url := "http://" + fixtures.CanaryName + "." + mode.None.Namespace() + ":8080" + fixtures.DebugPath
 		hrRun := run(t, "l7.header-routing")
-		c := steps.InMeshOf(hrRun, mode.None) // the no-mesh client
+		c := scenario.InMeshOf(hrRun, mode.None) // the no-mesh client
 		hr, err := steps.HeaderRouting(ctx, hrRun, c, url)
 		if err != nil || hr.Outcome != steps.SplitNotHonoured {
 			t.Errorf("header routing: %+v, %v", hr, err)
@@ -133,7 +134,7 @@ func TestStepsOnLocalCluster(t *testing.T) {
 	// and the client has no istio-proxy to read (negative control).
 	t.Run("footprint reads a real kubelet's summary", func(t *testing.T) {
 		r := run(t, "resources.proxy-footprint")
-		c := steps.InMeshOf(r, mode.None)
+		c := scenario.InMeshOf(r, mode.None)
 		pod, err := s.Env.Cluster.Kube.OneReadyPod(ctx, c.Namespace, c.Selector)
 		if err != nil {
 			t.Fatal(err)

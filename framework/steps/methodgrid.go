@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/meshclaims/meshclaims/framework/scenario"
 	"github.com/meshclaims/meshclaims/framework/spec"
 	"github.com/meshclaims/meshclaims/framework/stats"
 	"github.com/meshclaims/meshclaims/framework/verdict"
@@ -69,7 +70,7 @@ func JudgeAttemptGrid(rs []ServiceReading) (verdict.Measurement, error) {
 // kubeproxy.service-scale's first step does, and judges the readings'
 // retry grid (JudgeAttemptGrid).
 func ServiceReadyGrid(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
-	rs, err := timeServices(ctx, r, Target(r), "svc-grid")
+	rs, err := timeServices(ctx, r, scenario.Target(r), "svc-grid")
 	if err != nil {
 		return verdict.Measurement{}, err
 	}

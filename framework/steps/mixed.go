@@ -8,6 +8,7 @@ import (
 	"github.com/meshclaims/meshclaims/fixtures"
 	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/probe"
+	"github.com/meshclaims/meshclaims/framework/scenario"
 	"github.com/meshclaims/meshclaims/framework/spec"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
@@ -25,7 +26,7 @@ type CrossCall struct {
 // calls theirs, both under their namespaces' STRICT, and plaintext from
 // outside the mesh to this mode's echo pod is still refused (JudgeMixed).
 func MixedNamespaces(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
-	m, err := ClusterOf(r)
+	m, err := scenario.ClusterOf(r)
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
@@ -35,7 +36,7 @@ func MixedNamespaces(ctx context.Context, r *spec.Run) (verdict.Measurement, err
 			continue
 		}
 		for _, pair := range [][2]mode.Mode{{r.Mode, other}, {other, r.Mode}} {
-			res, err := probe.From(ctx, m.Kube, InMeshOf(r, pair[0]), EchoURLOf(pair[1]), r.Env.Config.Timeouts.Probe)
+			res, err := probe.From(ctx, m.Kube, scenario.InMeshOf(r, pair[0]), scenario.EchoURLOf(pair[1]), r.Env.Config.Timeouts.Probe)
 			if err != nil {
 				return verdict.Measurement{}, fmt.Errorf("%s client -> %s echo: %w", pair[0], pair[1], err)
 			}
@@ -43,11 +44,11 @@ func MixedNamespaces(ctx context.Context, r *spec.Run) (verdict.Measurement, err
 			calls = append(calls, CrossCall{From: pair[0], To: pair[1], Outcome: res.Outcome, Detail: res.Detail})
 		}
 	}
-	podURL, err := EchoPodURL(ctx, r, fixtures.EchoHTTPPort)
+	podURL, err := scenario.EchoPodURL(ctx, r, fixtures.EchoHTTPPort)
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
-	plain, err := Probe(ctx, r, Outside(), podURL)
+	plain, err := scenario.Probe(ctx, r, scenario.Outside(), podURL)
 	if err != nil {
 		return verdict.Measurement{}, err
 	}

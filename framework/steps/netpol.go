@@ -10,6 +10,7 @@ import (
 
 	"github.com/meshclaims/meshclaims/fixtures"
 	"github.com/meshclaims/meshclaims/framework/mode"
+	"github.com/meshclaims/meshclaims/framework/scenario"
 	"github.com/meshclaims/meshclaims/framework/spec"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
@@ -34,7 +35,7 @@ var preflight struct {
 }
 
 func netpolPreflight(ctx context.Context, r *spec.Run) error {
-	m, err := ClusterOf(r)
+	m, err := scenario.ClusterOf(r)
 	if err != nil {
 		return err
 	}
@@ -44,7 +45,7 @@ func netpolPreflight(ctx context.Context, r *spec.Run) error {
 		return fmt.Errorf("preflight needs the no-mesh baseline's echo: %w", err)
 	}
 	url := fmt.Sprintf("http://%s:%d/", pod.Status.PodIP, fixtures.EchoHTTPPort)
-	before, err := Probe(ctx, r, Outside(), url)
+	before, err := scenario.Probe(ctx, r, scenario.Outside(), url)
 	if err != nil {
 		return err
 	}
@@ -67,13 +68,13 @@ func netpolPreflight(ctx context.Context, r *spec.Run) error {
 		}
 		// The next spec may be the no-mesh namespace's own: wait until the
 		// CNI has removed the deny-all rules and echo answers again.
-		return PositiveControl(ctx, r, Outside(), url)
+		return scenario.PositiveControl(ctx, r, scenario.Outside(), url)
 	}
 	defer undo()
-	if err := AwaitApplied(ctx, r, deny); err != nil {
+	if err := scenario.AwaitApplied(ctx, r, deny); err != nil {
 		return fmt.Errorf("preflight: %w", err)
 	}
-	after, err := Probe(ctx, r, Outside(), url)
+	after, err := scenario.Probe(ctx, r, scenario.Outside(), url)
 	if err != nil {
 		return err
 	}
@@ -98,14 +99,14 @@ func UnderNetPol(ctx context.Context, r *spec.Run, policy *networkingv1.NetworkP
 	if r.Mode.Ambient() {
 		return underNetPolAmbient(ctx, r, policy, url)
 	}
-	if err := PositiveControl(ctx, r, InMesh(r), url); err != nil {
+	if err := scenario.PositiveControl(ctx, r, scenario.InMesh(r), url); err != nil {
 		return verdict.Measurement{}, err
 	}
-	if err := ApplyAndAwait(ctx, r, policy); err != nil {
+	if err := scenario.ApplyAndAwait(ctx, r, policy); err != nil {
 		return verdict.Measurement{}, err
 	}
 	t0 := time.Now()
-	got, err := ProbeOutcome(ctx, r, InMesh(r), url)
+	got, err := scenario.ProbeOutcome(ctx, r, scenario.InMesh(r), url)
 	if err != nil {
 		return got, err
 	}

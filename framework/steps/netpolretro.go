@@ -17,6 +17,7 @@ import (
 	"github.com/meshclaims/meshclaims/framework/converge"
 	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/probe"
+	"github.com/meshclaims/meshclaims/framework/scenario"
 	"github.com/meshclaims/meshclaims/framework/spec"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 	"github.com/meshclaims/meshclaims/framework/vpccni"
@@ -58,7 +59,7 @@ var NeedNetPolSwitch = spec.Need{Name: "networkpolicy-enforcement-switch", Layer
 	if r.Env.Config.Provider == "local" {
 		return fmt.Errorf("the local provider's kube-router enforces NetworkPolicy from the start on every pod, old or new (its iptables rules follow the policies, not a pod's network set-up), so there is nothing to turn on mid-run; %s", about)
 	}
-	m, err := ClusterOf(r)
+	m, err := scenario.ClusterOf(r)
 	if err != nil {
 		return err
 	}
@@ -90,7 +91,7 @@ type EnforcementSwitch func(ctx context.Context, r *spec.Run) (string, error)
 // for traffic to be blocked, which is what the spec measures.
 func CommandSwitch(command string) EnforcementSwitch {
 	return func(ctx context.Context, r *spec.Run) (string, error) {
-		m, err := ClusterOf(r)
+		m, err := scenario.ClusterOf(r)
 		if err != nil {
 			return "", err
 		}
@@ -155,21 +156,21 @@ func NetPolRetro(ctx context.Context, r *spec.Run) (verdict.Measurement, error) 
 // NetPolRetroWith runs the scenario above with enable turning enforcement
 // on, and judges it (JudgeNetPolRetro). The client is the no-mesh mode's.
 func NetPolRetroWith(ctx context.Context, r *spec.Run, enable EnforcementSwitch) (verdict.Measurement, error) {
-	m, err := ClusterOf(r)
+	m, err := scenario.ClusterOf(r)
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
 	run, img := r.Env.Config.RunID, m.Options.Images
 	t := fixtures.Target{Namespace: fixtures.NetpolRetroNamespace, Run: run}
 	r.Touch(t.Namespace)
-	c := InMeshOf(r, mode.None)
+	c := scenario.InMeshOf(r, mode.None)
 	echo := fixtures.NetpolRetroEcho(t, img)
 	before, err := runningEcho(ctx, r, fixtures.NetpolRetroNS(run), echo)
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
 	// The path works before anything: a "blocked" later is not a broken one.
-	if err := PositiveControl(ctx, r, c, podURL(before)); err != nil {
+	if err := scenario.PositiveControl(ctx, r, c, podURL(before)); err != nil {
 		return verdict.Measurement{}, err
 	}
 	switched, err := enable(ctx, r)
@@ -178,7 +179,7 @@ func NetPolRetroWith(ctx context.Context, r *spec.Run, enable EnforcementSwitch)
 	}
 	r.Logf("%s", switched)
 	policy := fixtures.NetpolOnly9999(t)
-	if err := Apply(ctx, r, policy); err != nil {
+	if err := scenario.Apply(ctx, r, policy); err != nil {
 		return verdict.Measurement{}, err
 	}
 	old, err := probeEnforced(ctx, r, c, policy, before)
@@ -203,10 +204,10 @@ func NetPolRetroWith(ctx context.Context, r *spec.Run, enable EnforcementSwitch)
 	if err := client.IgnoreNotFound(m.Applier.Client().Delete(ctx, policy)); err != nil {
 		return verdict.Measurement{}, err
 	}
-	if err := AwaitRemoved(ctx, r, policy); err != nil {
+	if err := scenario.AwaitRemoved(ctx, r, policy); err != nil {
 		return verdict.Measurement{}, err
 	}
-	restored := PositiveControl(ctx, r, c, podURL(recreated))
+	restored := scenario.PositiveControl(ctx, r, c, podURL(recreated))
 	got, err := JudgeNetPolRetro(RetroReadings{Switch: switched, Before: before, Again: again, Recreated: recreated, Old: old, New: fresh, Restored: restored})
 	if err != nil {
 		return verdict.Measurement{}, err
@@ -222,10 +223,10 @@ func probeEnforced(ctx context.Context, r *spec.Run, c probe.Client, np *network
 	if err := awaitResolved(ctx, r, np, p); err != nil {
 		return probe.Result{}, err
 	}
-	if err := AwaitApplied(ctx, r, np); err != nil {
+	if err := scenario.AwaitApplied(ctx, r, np); err != nil {
 		return probe.Result{}, err
 	}
-	return Probe(ctx, r, c, podURL(p))
+	return scenario.Probe(ctx, r, c, podURL(p))
 }
 
 // awaitResolved waits, on the VPC CNI, until its network policy
@@ -235,7 +236,7 @@ func probeEnforced(ctx context.Context, r *spec.Run, c probe.Client, np *network
 // It reads the controller's output, never traffic. Without the VPC CNI
 // (kube-router, whose rules AwaitApplied reads) there is nothing to read.
 func awaitResolved(ctx context.Context, r *spec.Run, np *networkingv1.NetworkPolicy, p *corev1.Pod) error {
-	m, err := ClusterOf(r)
+	m, err := scenario.ClusterOf(r)
 	if err != nil {
 		return err
 	}
@@ -244,7 +245,7 @@ func awaitResolved(ctx context.Context, r *spec.Run, np *networkingv1.NetworkPol
 	} else if err != nil {
 		return err
 	}
-	w, err := converge.Until(ctx, pushPolicy(r),
+	w, err := converge.Until(ctx, scenario.PushPolicy(r),
 		fmt.Sprintf("the VPC CNI's network policy controller to list pod %s (%s) in a PolicyEndpoint of NetworkPolicy %s/%s", p.Name, p.Status.PodIP, np.Namespace, np.Name),
 		func(ctx context.Context) (bool, string, error) {
 			ips, err := vpccni.PolicyPods(ctx, m.Applier.Client(), np.Namespace, np.Name)

@@ -15,6 +15,7 @@ import (
 	"github.com/meshclaims/meshclaims/framework/istio"
 	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/probe"
+	"github.com/meshclaims/meshclaims/framework/scenario"
 	"github.com/meshclaims/meshclaims/framework/spec"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 	"github.com/meshclaims/meshclaims/framework/ztunnellog"
@@ -48,7 +49,7 @@ func underNetPolAmbient(ctx context.Context, r *spec.Run, policy *networkingv1.N
 		return verdict.Measurement{}, err
 	}
 	tCtl := time.Now()
-	if err := PositiveControl(ctx, r, ctl.Client, url); err != nil {
+	if err := scenario.PositiveControl(ctx, r, ctl.Client, url); err != nil {
 		return verdict.Measurement{}, err
 	}
 	ctlTunnels, err := TunnelsCarrying(ctx, r, ctl, tCtl, ctlFresh)
@@ -60,7 +61,7 @@ func underNetPolAmbient(ctx context.Context, r *spec.Run, policy *networkingv1.N
 		return verdict.Measurement{}, err
 	}
 	r.Logf("positive control's tunnels: %s", ctlSeen.Detail)
-	if err := ApplyAndAwait(ctx, r, policy); err != nil {
+	if err := scenario.ApplyAndAwait(ctx, r, policy); err != nil {
 		return verdict.Measurement{}, err
 	}
 	meas, fresh, err := freshPath(ctx, r, "measure")
@@ -96,7 +97,7 @@ func freshPath(ctx context.Context, r *spec.Run, purpose string) (FreshPod, time
 }
 
 func restartWaypoint(ctx context.Context, r *spec.Run) error {
-	m, err := ClusterOf(r)
+	m, err := scenario.ClusterOf(r)
 	if err != nil {
 		return err
 	}
@@ -124,7 +125,7 @@ func tunnelSources(ctx context.Context, r *spec.Run, c FreshPod) ([]string, erro
 	if r.Mode != mode.AmbientL7 {
 		return []string{c.IP}, nil
 	}
-	m, err := ClusterOf(r)
+	m, err := scenario.ClusterOf(r)
 	if err != nil {
 		return nil, err
 	}
@@ -176,7 +177,7 @@ func TunnelsCarrying(ctx context.Context, r *spec.Run, c FreshPod, since, fresh 
 // logs the probe's own hop to the waypoint when the probe ends: that line
 // names the waypoint pod that carried it.
 func viaWaypoint(ctx context.Context, r *spec.Run, c FreshPod, since, fresh time.Time) (ProbeTunnels, error) {
-	m, err := ClusterOf(r)
+	m, err := scenario.ClusterOf(r)
 	if err != nil {
 		return ProbeTunnels{}, err
 	}
@@ -280,7 +281,7 @@ func ztunnelAccess(ctx context.Context, m *spec.Cluster, t time.Time) ([]ztunnel
 
 // TunnelsFrom is TunnelsCarrying for the tunnels from the given source IPs.
 func TunnelsFrom(ctx context.Context, r *spec.Run, sources []string, since, fresh time.Time) (ProbeTunnels, error) {
-	m, err := ClusterOf(r)
+	m, err := scenario.ClusterOf(r)
 	if err != nil {
 		return ProbeTunnels{}, err
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/meshclaims/meshclaims/fixtures"
 	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/probe"
+	"github.com/meshclaims/meshclaims/framework/scenario"
 	"github.com/meshclaims/meshclaims/framework/spec"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
@@ -33,10 +34,10 @@ func PooledTunnel(ctx context.Context, r *spec.Run) (verdict.Measurement, error)
 	// the tunnel the positive control opened. In ambient-l7 the waypoint
 	// serves the Service (waypoint-for: service) and picks the pod, so it
 	// is warmed until it holds a tunnel to every echo pod.
-	url := EchoURL(r)
+	url := scenario.EchoURL(r)
 	if r.Mode != mode.AmbientL7 {
 		var err error
-		if url, err = EchoPodURL(ctx, r, fixtures.EchoHTTPPort); err != nil {
+		if url, err = scenario.EchoPodURL(ctx, r, fixtures.EchoHTTPPort); err != nil {
 			return verdict.Measurement{}, err
 		}
 	}
@@ -44,7 +45,7 @@ func PooledTunnel(ctx context.Context, r *spec.Run) (verdict.Measurement, error)
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
-	if err := PositiveControl(ctx, r, old.Client, url); err != nil {
+	if err := scenario.PositiveControl(ctx, r, old.Client, url); err != nil {
 		return verdict.Measurement{}, err
 	}
 	// The sources as they are now: in ambient-l7 the control below
@@ -58,13 +59,13 @@ func PooledTunnel(ctx context.Context, r *spec.Run) (verdict.Measurement, error)
 			return verdict.Measurement{}, err
 		}
 	}
-	if err := ApplyAndAwait(ctx, r, fixtures.NetpolAppPort(Target(r), r.Mode)); err != nil {
+	if err := scenario.ApplyAndAwait(ctx, r, fixtures.NetpolAppPort(scenario.Target(r), r.Mode)); err != nil {
 		return verdict.Measurement{}, err
 	}
 	policyAt := time.Now()
 	var after []probe.Result
 	for i := 0; i < PooledTunnelProbes; i++ {
-		res, err := Probe(ctx, r, old.Client, url)
+		res, err := scenario.Probe(ctx, r, old.Client, url)
 		if err != nil {
 			return verdict.Measurement{}, err
 		}
@@ -163,7 +164,7 @@ const waypointWarmUp = 60
 func warmWaypoint(ctx context.Context, r *spec.Run, c FreshPod, url string) error {
 	codes := map[string]int{}
 	for i := 0; i < waypointWarmUp; i++ {
-		res, err := Probe(ctx, r, c.Client, url)
+		res, err := scenario.Probe(ctx, r, c.Client, url)
 		if err != nil {
 			return err
 		}

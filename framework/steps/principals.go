@@ -7,6 +7,7 @@ import (
 
 	"github.com/meshclaims/meshclaims/fixtures"
 	"github.com/meshclaims/meshclaims/framework/probe"
+	"github.com/meshclaims/meshclaims/framework/scenario"
 	"github.com/meshclaims/meshclaims/framework/spec"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
@@ -19,15 +20,15 @@ const RBACDeniedBody = "RBAC: access denied"
 // (fixtures.AuthzAllowGoodFor), waits until the enforcer carries it, and
 // calls echo as service account good, then as bad (JudgePrincipals).
 func Principals(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
-	policy := fixtures.AuthzAllowGoodFor(Target(r), r.Mode)
-	if err := ApplyAndAwait(ctx, r, policy); err != nil {
+	policy := fixtures.AuthzAllowGoodFor(scenario.Target(r), r.Mode)
+	if err := scenario.ApplyAndAwait(ctx, r, policy); err != nil {
 		return verdict.Measurement{}, err
 	}
-	good, err := Probe(ctx, r, ClientAs(r, fixtures.ClientGoodName), EchoURL(r))
+	good, err := scenario.Probe(ctx, r, scenario.ClientAs(r, fixtures.ClientGoodName), scenario.EchoURL(r))
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
-	bad, err := Probe(ctx, r, ClientAs(r, fixtures.ClientBadName), EchoURL(r))
+	bad, err := scenario.Probe(ctx, r, scenario.ClientAs(r, fixtures.ClientBadName), scenario.EchoURL(r))
 	if err != nil {
 		return verdict.Measurement{}, err
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/meshclaims/meshclaims/fixtures"
 	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/proxydump"
+	"github.com/meshclaims/meshclaims/framework/scenario"
 	"github.com/meshclaims/meshclaims/framework/spec"
 )
 
@@ -39,7 +40,7 @@ func RetryProxyOf(m mode.Mode, ns string) (RetryProxy, error) {
 		return RetryProxy{Selector: fixtures.LabelApp + "=" + fixtures.OrderClientName,
 			Cluster: fmt.Sprintf("outbound|%d||%s", fixtures.OrderPort, host), What: "order-client's sidecar"}, nil
 	case mode.AmbientL7:
-		return RetryProxy{Selector: LabelGatewayName + "=" + fixtures.WaypointName,
+		return RetryProxy{Selector: scenario.LabelGatewayName + "=" + fixtures.WaypointName,
 			Cluster: fmt.Sprintf("inbound-vip|%d|http|%s", fixtures.OrderPort, host), What: "the waypoint"}, nil
 	default:
 		return RetryProxy{}, fmt.Errorf("mode %s has no Envoy that applies a VirtualService's retries; accepted: %s, %s", m, mode.Sidecar, mode.AmbientL7)
@@ -63,7 +64,7 @@ func (p RetryProxy) Counter() string {
 // RetryCounts reads p's retry counter on each of its pods in ns (pod name ->
 // count). A pod without the counter is an error that says why it can lack it.
 func RetryCounts(ctx context.Context, r *spec.Run, p RetryProxy) (map[string]uint64, error) {
-	m, err := ClusterOf(r)
+	m, err := scenario.ClusterOf(r)
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package steps
 
 import (
 	"errors"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/meshclaims/meshclaims/framework/probe"
 	"github.com/meshclaims/meshclaims/framework/report"
 	"github.com/meshclaims/meshclaims/framework/rollout"
+	"github.com/meshclaims/meshclaims/framework/scenario"
 	"github.com/meshclaims/meshclaims/framework/spec"
 	"github.com/meshclaims/meshclaims/framework/stats"
 	"github.com/meshclaims/meshclaims/framework/verdict"
@@ -64,7 +66,7 @@ func (x *RolloutResult) Measurement() verdict.Measurement {
 	return m
 }
 
-var rollouts sharedMeasurement[*RolloutResult]
+var rollouts scenario.SharedMeasurement[*RolloutResult]
 
 // RolloutLoad is GUIDE T1 in mode m as the claim's setup states it (100 qps,
 // 16 keep-alive connections, 600 s, scaled), -allow-initial-errors, while
@@ -87,8 +89,8 @@ func RolloutLoad(ctx context.Context, r *spec.Run, m mode.Mode, h fixtures.Harde
 	if res, ok, err := concurrentRollout(ctx, r, m, h, s); ok {
 		return res, err
 	}
-	return rollouts.get(r, rolloutKey(r, m, h, s), func() (*RolloutResult, error) {
-		mesh, err := ClusterOf(r)
+	return rollouts.Get(r, rolloutKey(r, m, h, s), func() (*RolloutResult, error) {
+		mesh, err := scenario.ClusterOf(r)
 		if err != nil {
 			return nil, err
 		}
@@ -104,7 +106,7 @@ func RolloutLoad(ctx context.Context, r *spec.Run, m mode.Mode, h fixtures.Harde
 			}
 			defer logged.stopWatch()
 		}
-		if err := Quiesce(ctx, r, m); err != nil {
+		if err := scenario.Quiesce(ctx, r, m); err != nil {
 			return nil, err
 		}
 		r.SetSetup("%s", rolloutSetup(r, m, h, s))
@@ -118,7 +120,7 @@ func RolloutLoad(ctx context.Context, r *spec.Run, m mode.Mode, h fixtures.Harde
 		if err != nil {
 			return nil, err
 		}
-		res, err := underLoad(ctx, r, InMeshOf(r, m), rolloutName(m, h), s, driver)
+		res, err := underLoad(ctx, r, scenario.InMeshOf(r, m), rolloutName(m, h), s, driver)
 		if err != nil {
 			return nil, err
 		}
@@ -157,7 +159,7 @@ func rolloutKey(r *spec.Run, m mode.Mode, h fixtures.Hardening, s load.Spec) str
 // rolloutSpec is T1's load against mode m's echo as the claim's setup
 // states it, scaled: RolloutLoad runs it and RolloutLoads declares it.
 func rolloutSpec(r *spec.Run, m mode.Mode) (load.Spec, error) {
-	s, err := SetupLoad(r, EchoURLOf(m), RolloutFloor)
+	s, err := SetupLoad(r, scenario.EchoURLOf(m), RolloutFloor)
 	if err != nil {
 		return load.Spec{}, err
 	}
@@ -297,7 +299,7 @@ func underLoad(ctx context.Context, r *spec.Run, c probe.Client, name string, s 
 // harden patches mode m's echo with h for the rest of the spec and waits
 // for the rollout; the unhardened echo is restored afterwards.
 func harden(ctx context.Context, r *spec.Run, m mode.Mode, h fixtures.Hardening) error {
-	mesh, err := ClusterOf(r)
+	mesh, err := scenario.ClusterOf(r)
 	if err != nil {
 		return err
 	}
@@ -328,7 +330,7 @@ func OrdersDuringRollout(ctx context.Context, r *spec.Run) (verdict.Measurement,
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
-	mesh, err := ClusterOf(r)
+	mesh, err := scenario.ClusterOf(r)
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
@@ -434,14 +436,14 @@ func T2Loads(r *spec.Run) ([]loadplan.Load, error) {
 
 // orders runs T2 once per run and mode: GUIDE judged duplicates and
 // client-visible failures (and so that retries fired) on the same run.
-var orders sharedMeasurement[verdict.Measurement]
+var orders scenario.SharedMeasurement[verdict.Measurement]
 
 // T2 applies order's retry VirtualService and runs OrdersDuringRollout
 // once per run, mode and length; retry.no-duplicates and retry.fired share it.
 func T2(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
 	key := fmt.Sprintf("%s/%s/%s", r.Env.Config.RunID, r.Mode, r.Claim.Setup.Duration)
-	return orders.get(r, key, func() (verdict.Measurement, error) {
-		if err := Apply(ctx, r, fixtures.OrderRetries(Target(r))); err != nil {
+	return orders.Get(r, key, func() (verdict.Measurement, error) {
+		if err := scenario.Apply(ctx, r, fixtures.OrderRetries(scenario.Target(r))); err != nil {
 			return verdict.Measurement{}, err
 		}
 		return OrdersDuringRollout(ctx, r)
@@ -511,7 +513,7 @@ func scale(ctx context.Context, m *spec.Cluster, ns, name string, replicas int32
 // how many dead sockets fortio silently retried) so far, from the client's
 // log; 503s only appear in the result at the end.
 func progressTally(ctx context.Context, r *spec.Run, c probe.Client, start time.Time) func() string {
-	m, err := ClusterOf(r)
+	m, err := scenario.ClusterOf(r)
 	if err != nil {
 		return func() string { return "errors so far unknown" }
 	}

@@ -11,33 +11,34 @@ import (
 	"github.com/meshclaims/meshclaims/framework/loadplan"
 	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/probe"
+	"github.com/meshclaims/meshclaims/framework/scenario"
 	"github.com/meshclaims/meshclaims/framework/spec"
 	"github.com/meshclaims/meshclaims/framework/stats"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
 
-var steady sharedMeasurement[*load.Run]
+var steady scenario.SharedMeasurement[*load.Run]
 
 // SteadyLoad is GUIDE T5's load in mode m as the claim's setup states it
 // (200 qps, 16 connections, 60 s, never below SteadyFloor), run once per run,
 // mode and load and shared by the claims that state the same load.
 func SteadyLoad(ctx context.Context, r *spec.Run, m mode.Mode) (*load.Run, error) {
-	s, err := LatencyLoad(r, EchoURLOf(m), SteadyFloor)
+	s, err := LatencyLoad(r, scenario.EchoURLOf(m), SteadyFloor)
 	if err != nil {
 		return nil, err
 	}
 	key := fmt.Sprintf("%s/%s/%g/%d/%s", r.Env.Config.RunID, m, s.QPS, s.Connections, s.Duration)
-	return steady.get(r, key, func() (*load.Run, error) {
-		if err := Quiesce(ctx, r, m); err != nil {
+	return steady.Get(r, key, func() (*load.Run, error) {
+		if err := scenario.Quiesce(ctx, r, m); err != nil {
 			return nil, err
 		}
-		cal, err := CalibrateResolution(ctx, r, InMeshOf(r, m), steadyName(m), s)
+		cal, err := CalibrateResolution(ctx, r, scenario.InMeshOf(r, m), steadyName(m), s)
 		if err != nil {
 			return nil, err
 		}
 		s.Resolution = cal.Resolution
 		r.SetSetup("%s; %s", DescribeLoad(r, s), cal)
-		return Load(ctx, r, InMeshOf(r, m), steadyName(m), s)
+		return Load(ctx, r, scenario.InMeshOf(r, m), steadyName(m), s)
 	})
 }
 
@@ -50,7 +51,7 @@ func SteadyLoads(modes func(r *spec.Run) []mode.Mode) func(r *spec.Run) ([]loadp
 	return func(r *spec.Run) ([]loadplan.Load, error) {
 		var out []loadplan.Load
 		for _, m := range slices.Compact(modesOr(r, modes)) {
-			s, err := LatencyLoad(r, EchoURLOf(m), SteadyFloor)
+			s, err := LatencyLoad(r, scenario.EchoURLOf(m), SteadyFloor)
 			if err != nil {
 				return nil, err
 			}
@@ -201,7 +202,7 @@ func BucketWidthMs(run *load.Run, p float64) float64 {
 func Repeat(ctx context.Context, r *spec.Run, f func(ctx context.Context, i int) (float64, map[string]float64, error)) (verdict.Measurement, error) {
 	// Every repeated measurement compares echo in the no-mesh baseline with
 	// echo in this mode: both must be steady first.
-	if err := Quiesce(ctx, r, mode.None, r.Mode); err != nil {
+	if err := scenario.Quiesce(ctx, r, mode.None, r.Mode); err != nil {
 		return verdict.Measurement{}, err
 	}
 	n := r.Env.Config.Repeats

@@ -9,6 +9,7 @@ import (
 	"github.com/meshclaims/meshclaims/fixtures"
 	wp "github.com/meshclaims/meshclaims/fixtures/workload/probe"
 	"github.com/meshclaims/meshclaims/framework/mode"
+	"github.com/meshclaims/meshclaims/framework/scenario"
 	"github.com/meshclaims/meshclaims/framework/spec"
 )
 
@@ -37,7 +38,7 @@ type ServiceFill struct {
 	NATRules int64 // kube-proxy's nat rules with N, where readable
 }
 
-var serviceFills sharedMeasurement[*ServiceFill]
+var serviceFills scenario.SharedMeasurement[*ServiceFill]
 
 // serviceFillOf returns r's mode's fill, made on first use. withConn asks
 // for the new-connection phases: a fill made without them (by a spec that
@@ -45,7 +46,7 @@ var serviceFills sharedMeasurement[*ServiceFill]
 func serviceFillOf(ctx context.Context, r *spec.Run, withConn bool) (*ServiceFill, error) {
 	n := fillerCount(r)
 	key := fmt.Sprintf("%s/%s/%d", r.Env.Config.RunID, r.Mode, n)
-	f, err := serviceFills.get(r, key, func() (*ServiceFill, error) { return makeServiceFill(ctx, r, n, withConn) })
+	f, err := serviceFills.Get(r, key, func() (*ServiceFill, error) { return makeServiceFill(ctx, r, n, withConn) })
 	if err == nil && withConn && f.QuietConnMs == nil && f.ConnErr == nil {
 		r.Logf("the run's fill of %d Services (by %s) has no new-connection phases; making one with them", n, f.By)
 		return makeServiceFill(ctx, r, n, true)
@@ -86,11 +87,11 @@ func selects(r *spec.Run, claim string, m mode.Mode) bool {
 // stay as close in time as before, and the host's drift between them as
 // small.
 func makeServiceFill(ctx context.Context, r *spec.Run, n int, withConn bool) (*ServiceFill, error) {
-	m, err := ClusterOf(r)
+	m, err := scenario.ClusterOf(r)
 	if err != nil {
 		return nil, err
 	}
-	t := Target(r)
+	t := scenario.Target(r)
 	f := &ServiceFill{N: n, By: r.Claim.ID}
 	var url string
 	batches := NewConnectionSamples / wp.MaxProbes

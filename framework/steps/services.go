@@ -20,6 +20,7 @@ import (
 	"github.com/meshclaims/meshclaims/framework/claims"
 	"github.com/meshclaims/meshclaims/framework/kubeproxymode"
 	"github.com/meshclaims/meshclaims/framework/probe"
+	"github.com/meshclaims/meshclaims/framework/scenario"
 	"github.com/meshclaims/meshclaims/framework/spec"
 	"github.com/meshclaims/meshclaims/framework/stats"
 	"github.com/meshclaims/meshclaims/framework/verdict"
@@ -45,7 +46,7 @@ const readinessAttempt = 20 * time.Millisecond
 // phases are read from the run's one fill of extra Services
 // (serviceFillOf), which new-connection-growth reads too.
 func ServiceReadiness(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
-	if _, err := ClusterOf(r); err != nil {
+	if _, err := scenario.ClusterOf(r); err != nil {
 		return verdict.Measurement{}, err
 	}
 	extra := fillerCount(r)
@@ -102,12 +103,12 @@ func timeServices(ctx context.Context, r *spec.Run, t fixtures.Target, prefix st
 
 // timeServicesN is timeServices with n Services instead of ServiceTrials.
 func timeServicesN(ctx context.Context, r *spec.Run, t fixtures.Target, prefix string, n int) ([]ServiceReading, error) {
-	m, err := ClusterOf(r)
+	m, err := scenario.ClusterOf(r)
 	if err != nil {
 		return nil, err
 	}
 	var out []ServiceReading
-	err = probe.Forward(ctx, m.Kube, InMesh(r), func(base string) error {
+	err = probe.Forward(ctx, m.Kube, scenario.InMesh(r), func(base string) error {
 		for i := 0; i < n; i++ {
 			s := fixtures.WorkloadService(t, fmt.Sprintf("%s-%d", prefix, i), fixtures.EchoHTTPPort)
 			s.Spec.Selector = map[string]string{fixtures.LabelApp: fixtures.EchoName}
@@ -160,7 +161,7 @@ func fillerCount(r *spec.Run) int {
 // last one answers: kube-proxy syncs all its rules at once, so then it has
 // written them all. cleanup deletes what was made, also after an error.
 func createFillers(ctx context.Context, r *spec.Run, n int) (cleanup func(), natRules int64, err error) {
-	m, err := ClusterOf(r)
+	m, err := scenario.ClusterOf(r)
 	if err != nil {
 		return func() {}, 0, err
 	}
@@ -179,7 +180,7 @@ func createFillers(ctx context.Context, r *spec.Run, n int) (cleanup func(), nat
 			}
 		}
 	}()
-	t := Target(r)
+	t := scenario.Target(r)
 	r.Logf("creating %d extra Services", n)
 	// Created and deleted FillerWorkers at a time with one API call each
 	// (the applier's get-and-patch would double the calls): 10,000 one by
@@ -243,7 +244,7 @@ func createFillers(ctx context.Context, r *spec.Run, n int) (cleanup func(), nat
 	url := fmt.Sprintf("http://%s:%d/", last.Spec.ClusterIP, fixtures.EchoHTTPPort)
 	start := time.Now()
 	limit := r.Env.Config.Timeouts.ServicesSynced
-	err = probe.Forward(ctx, m.Kube, InMesh(r), func(base string) error {
+	err = probe.Forward(ctx, m.Kube, scenario.InMesh(r), func(base string) error {
 		for {
 			// The in-pod wait is bounded (wp.MaxWait); the whole wait by
 			// ServicesSynced.
@@ -273,13 +274,13 @@ const FillerPrefix = "filler-"
 // endpoint, logging progress, and returns the Service whose slice was
 // created last.
 func awaitFillerSlices(ctx context.Context, r *spec.Run, n int) (string, error) {
-	m, err := ClusterOf(r)
+	m, err := scenario.ClusterOf(r)
 	if err != nil {
 		return "", err
 	}
 	var newest string
 	logged := 0
-	err = PollUntil(ctx, r.Env.Config.Timeouts.ServicesSynced, 5*time.Second, func(ctx context.Context) (bool, string, error) {
+	err = scenario.PollUntil(ctx, r.Env.Config.Timeouts.ServicesSynced, 5*time.Second, func(ctx context.Context) (bool, string, error) {
 		var slices []discoveryv1.EndpointSlice
 		opts := metav1.ListOptions{Limit: 2000}
 		for {
@@ -348,7 +349,7 @@ const NewConnectionSamples = 6000
 // from the run's one fill of extra Services (serviceFillOf), which
 // service-scale reads too.
 func NewConnectionGrowth(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
-	if _, err := ClusterOf(r); err != nil {
+	if _, err := scenario.ClusterOf(r); err != nil {
 		return verdict.Measurement{}, err
 	}
 	n := fillerCount(r)
@@ -415,12 +416,12 @@ var NeedDocumentedServices = spec.Need{Name: "documented-service-count", Selecti
 // from the client pod (the probe's n=, each on a fresh connection) and
 // returns each batch's mean in ms; any answer but 200 fails it.
 func newConnectionBatches(ctx context.Context, r *spec.Run, url string, batches int) ([]float64, error) {
-	m, err := ClusterOf(r)
+	m, err := scenario.ClusterOf(r)
 	if err != nil {
 		return nil, err
 	}
 	var out []float64
-	err = probe.Forward(ctx, m.Kube, InMesh(r), func(base string) error {
+	err = probe.Forward(ctx, m.Kube, scenario.InMesh(r), func(base string) error {
 		for b := 0; b < batches; b++ {
 			res, err := probe.ManyVia(ctx, base, url, wp.MaxProbes, r.Env.Config.Timeouts.Probe)
 			if err != nil {
@@ -447,7 +448,7 @@ func localKubeProxyMetrics(ctx context.Context, r *spec.Run) (string, bool) {
 	if r.Env.Config.Provider != "local" {
 		return "", false
 	}
-	m, err := ClusterOf(r)
+	m, err := scenario.ClusterOf(r)
 	if err != nil {
 		return "", false
 	}

@@ -12,6 +12,7 @@ import (
 	wp "github.com/meshclaims/meshclaims/fixtures/workload/probe"
 	"github.com/meshclaims/meshclaims/framework/converge"
 	"github.com/meshclaims/meshclaims/framework/probe"
+	"github.com/meshclaims/meshclaims/framework/scenario"
 	"github.com/meshclaims/meshclaims/framework/spec"
 	"github.com/meshclaims/meshclaims/framework/stats"
 	"github.com/meshclaims/meshclaims/framework/verdict"
@@ -45,7 +46,7 @@ func Split(ctx context.Context, r *spec.Run, c probe.Client, url string, s fixtu
 // given request headers ("Name:value"), and counts the answers by version,
 // with the ready pods of each version at the start (as pod counts).
 func SplitCalls(ctx context.Context, r *spec.Run, c probe.Client, url string, headers ...string) (tally, pods SplitTally, err error) {
-	m, err := ClusterOf(r)
+	m, err := scenario.ClusterOf(r)
 	if err != nil {
 		return tally, pods, err
 	}
@@ -248,7 +249,7 @@ func JudgeSplit[N int | int64](v1, v2 int64, s fixtures.Split, podsV1, podsV2 N)
 // Deployment and that has rolled out. The Deployment appears some time after
 // the Gateway is applied, so a first NotFound is waited through.
 func IngressURL(ctx context.Context, r *spec.Run, path string) (string, error) {
-	m, err := ClusterOf(r)
+	m, err := scenario.ClusterOf(r)
 	if err != nil {
 		return "", err
 	}
@@ -273,12 +274,12 @@ func IngressReachedBy(ctx context.Context, r *spec.Run, c probe.Client, path str
 	if err != nil {
 		return "", err
 	}
-	m, err := ClusterOf(r)
+	m, err := scenario.ClusterOf(r)
 	if err != nil {
 		return "", err
 	}
 	err = probe.Forward(ctx, m.Kube, c, func(base string) error {
-		w, err := converge.Until(ctx, pushPolicy(r), "client "+c.Namespace+"/"+c.Selector+" answered through "+url, Answered(base, url, r.Env.Config.Timeouts.Probe))
+		w, err := converge.Until(ctx, scenario.PushPolicy(r), "client "+c.Namespace+"/"+c.Selector+" answered through "+url, Answered(base, url, r.Env.Config.Timeouts.Probe))
 		r.AddWait(w)
 		return err
 	})

@@ -15,6 +15,7 @@ import (
 	"github.com/meshclaims/meshclaims/framework/fortioresult"
 	"github.com/meshclaims/meshclaims/framework/load"
 	"github.com/meshclaims/meshclaims/framework/probe"
+	"github.com/meshclaims/meshclaims/framework/scenario"
 	"github.com/meshclaims/meshclaims/framework/spec"
 )
 
@@ -28,7 +29,7 @@ func clientGet(ctx context.Context, r *spec.Run, c probe.Client, path string, q 
 // order-client) over a port-forward; out may be nil. With keep, the answer
 // is saved among the run's raw results.
 func podCall(ctx context.Context, r *spec.Run, c probe.Client, method, path string, q url.Values, timeout time.Duration, keep bool, out any) error {
-	m, err := ClusterOf(r)
+	m, err := scenario.ClusterOf(r)
 	if err != nil {
 		return err
 	}

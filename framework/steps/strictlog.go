@@ -11,6 +11,7 @@ import (
 	"github.com/meshclaims/meshclaims/fixtures"
 	"github.com/meshclaims/meshclaims/fixtures/workload/echo"
 	"github.com/meshclaims/meshclaims/framework/probe"
+	"github.com/meshclaims/meshclaims/framework/scenario"
 	"github.com/meshclaims/meshclaims/framework/spec"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
@@ -125,7 +126,7 @@ func JudgeStrictNo403(plain, control probe.Result, answers []ErrorAnswer, marks 
 // there (Timeouts.LogFlush: the wait is for the control, never for the
 // plaintext's absence).
 func StrictNo403(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
-	m, err := ClusterOf(r)
+	m, err := scenario.ClusterOf(r)
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
@@ -139,11 +140,11 @@ func StrictNo403(ctx context.Context, r *spec.Run) (verdict.Measurement, error) 
 	nonce := fmt.Sprintf("%s-%d", r.Env.Config.RunID, time.Now().UnixNano())
 	marks := StrictLogMarks{Plain: "plain-" + nonce, Control: "control-" + nonce}
 	since := time.Now().Add(-logClockSlack)
-	plain, err := Probe(ctx, r, Outside(), fmt.Sprintf("http://%s:%d/?%s=%s", pods[0].Status.PodIP, fixtures.EchoHTTPPort, MarkParam, marks.Plain))
+	plain, err := scenario.Probe(ctx, r, scenario.Outside(), fmt.Sprintf("http://%s:%d/?%s=%s", pods[0].Status.PodIP, fixtures.EchoHTTPPort, MarkParam, marks.Plain))
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
-	control, err := Probe(ctx, r, InMesh(r), EchoURL(r)+"?status=403&"+MarkParam+"="+marks.Control)
+	control, err := scenario.Probe(ctx, r, scenario.InMesh(r), scenario.EchoURL(r)+"?status=403&"+MarkParam+"="+marks.Control)
 	if err != nil {
 		return verdict.Measurement{}, err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/meshclaims/meshclaims/fixtures"
 	"github.com/meshclaims/meshclaims/framework/kubeletstats"
 	"github.com/meshclaims/meshclaims/framework/mode"
+	"github.com/meshclaims/meshclaims/framework/scenario"
 	"github.com/meshclaims/meshclaims/framework/spec"
 )
 
@@ -35,7 +36,7 @@ func ProxyKind(m mode.Mode, ns string, pod *corev1.Pod, container string) string
 	if pod == nil {
 		return ""
 	}
-	gateway := pod.Labels[LabelGatewayName]
+	gateway := pod.Labels[scenario.LabelGatewayName]
 	switch {
 	case m.Ambient() && pod.Namespace == IstioNamespace && pod.Labels[fixtures.LabelApp] == ztunnelApp:
 		return "ztunnel"
@@ -81,7 +82,7 @@ func TallyProxies(m mode.Mode, ns string, summaries []*statsv1alpha1.Summary, po
 // proxies, from each node's kubelet summary API: sidecars of the mode's
 // namespace, its waypoint, and the ztunnels (ProxyKind).
 func ProxyUsage(ctx context.Context, r *spec.Run) (map[string]float64, error) {
-	m, err := ClusterOf(r)
+	m, err := scenario.ClusterOf(r)
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	statsv1alpha1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
 	"github.com/meshclaims/meshclaims/framework/kubeletstats"
+	"github.com/meshclaims/meshclaims/framework/scenario"
 
 	"github.com/meshclaims/meshclaims/framework/mode"
 )
@@ -62,13 +63,13 @@ func pod(ns, name string, labels map[string]string) *corev1.Pod {
 // (labels as Istio's templates set them).
 func apiPods() map[string]*corev1.Pod {
 	gw := func(name string) map[string]string {
-		return map[string]string{LabelGatewayName: name, "gateway.networking.k8s.io/gateway-class-name": "istio"}
+		return map[string]string{scenario.LabelGatewayName: name, "gateway.networking.k8s.io/gateway-class-name": "istio"}
 	}
 	list := []*corev1.Pod{
 		pod("meshclaims-sidecar", "echo-6b7c9d8f5-abcde", map[string]string{"app": "echo"}),
 		pod("meshclaims-sidecar", "order-5d6f7c8b9-fghij", map[string]string{"app": "order"}),
 		pod("meshclaims-sidecar", "echo-ingress-istio-7c8d9-klmno", gw("echo-ingress")),
-		pod("meshclaims-ambient-l7", "waypoint-6f7d8c9b5-pqrst", map[string]string{LabelGatewayName: "waypoint", "gateway.istio.io/managed": "istio.io-mesh-controller"}),
+		pod("meshclaims-ambient-l7", "waypoint-6f7d8c9b5-pqrst", map[string]string{scenario.LabelGatewayName: "waypoint", "gateway.istio.io/managed": "istio.io-mesh-controller"}),
 		pod("meshclaims-ambient-l7", "echo-ingress-istio-5b6c7-uvwxy", gw("echo-ingress")),
 		pod("meshclaims-ambient-l4", "echo-6b7c9d8f5-zzzzz", map[string]string{"app": "echo"}),
 		pod("istio-system", "ztunnel-x7k2p", map[string]string{"app": "ztunnel", "app.kubernetes.io/name": "ztunnel"}),

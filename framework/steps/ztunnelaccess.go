@@ -12,6 +12,7 @@ import (
 	"github.com/meshclaims/meshclaims/fixtures"
 	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/probe"
+	"github.com/meshclaims/meshclaims/framework/scenario"
 	"github.com/meshclaims/meshclaims/framework/spec"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
@@ -58,7 +59,7 @@ func netpolOutcome(ctx context.Context, r *spec.Run, got verdict.Measurement, t0
 	if !r.Mode.Ambient() || got.Outcome != probe.NoHTTPResponse {
 		return got
 	}
-	m, err := ClusterOf(r)
+	m, err := scenario.ClusterOf(r)
 	if err != nil {
 		return got
 	}
@@ -86,7 +87,7 @@ func netpolOutcome(ctx context.Context, r *spec.Run, got verdict.Measurement, t0
 // the policy blocking the new path, as a timeout is in ambient-l4, and it
 // is recorded with the waypoint's own words (WaypointUpstreamRefusal).
 func NetpolProbe(ctx context.Context, r *spec.Run, c probe.Client, url string) (verdict.Measurement, error) {
-	res, err := Probe(ctx, r, c, url)
+	res, err := scenario.Probe(ctx, r, c, url)
 	if err != nil {
 		return verdict.Measurement{}, err
 	}

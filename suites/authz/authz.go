@@ -5,19 +5,19 @@ import (
 	"context"
 
 	"github.com/meshclaims/meshclaims/fixtures"
+	"github.com/meshclaims/meshclaims/framework/scenario"
 	"github.com/meshclaims/meshclaims/framework/spec"
-	"github.com/meshclaims/meshclaims/framework/steps"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
 
 // callAs applies the ALLOW-from-SA-good policy and calls echo as client.
 func callAs(client string) func(context.Context, *spec.Run) (verdict.Measurement, error) {
 	return func(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
-		policy := fixtures.AuthzAllowGood(steps.Target(r))
-		if err := steps.ApplyAndAwait(ctx, r, policy); err != nil {
+		policy := fixtures.AuthzAllowGood(scenario.Target(r))
+		if err := scenario.ApplyAndAwait(ctx, r, policy); err != nil {
 			return verdict.Measurement{}, err
 		}
-		return steps.ProbeOutcome(ctx, r, steps.ClientAs(r, client), steps.EchoURL(r))
+		return scenario.ProbeOutcome(ctx, r, scenario.ClientAs(r, client), scenario.EchoURL(r))
 	}
 }
 

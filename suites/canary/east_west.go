@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/meshclaims/meshclaims/fixtures"
+	"github.com/meshclaims/meshclaims/framework/scenario"
 	"github.com/meshclaims/meshclaims/framework/spec"
 	"github.com/meshclaims/meshclaims/framework/steps"
 	"github.com/meshclaims/meshclaims/framework/verdict"
@@ -20,11 +21,11 @@ var _ = spec.Declare(spec.Def{
 	Area:     "canary",
 	Scenario: "HTTPRoute 90/10 on echo-canary; in-mesh client -> echo-canary, share of v2",
 	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
-		route := fixtures.CanaryHTTPRoute(steps.Target(r), fixtures.DefaultSplit)
-		if err := steps.ApplyAndAwait(ctx, r, route); err != nil {
+		route := fixtures.CanaryHTTPRoute(scenario.Target(r), fixtures.DefaultSplit)
+		if err := scenario.ApplyAndAwait(ctx, r, route); err != nil {
 			return verdict.Measurement{}, err
 		}
 		url := fmt.Sprintf("http://%s.%s:%d/debug", fixtures.CanaryName, r.Namespace(), fixtures.EchoHTTPPort)
-		return steps.Split(ctx, r, steps.InMesh(r), url, fixtures.DefaultSplit)
+		return steps.Split(ctx, r, scenario.InMesh(r), url, fixtures.DefaultSplit)
 	},
 })

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/meshclaims/meshclaims/fixtures"
+	"github.com/meshclaims/meshclaims/framework/scenario"
 	"github.com/meshclaims/meshclaims/framework/spec"
 	"github.com/meshclaims/meshclaims/framework/steps"
 	"github.com/meshclaims/meshclaims/framework/verdict"
@@ -18,14 +19,14 @@ var _ = spec.Declare(spec.Def{
 	Area:     "canary",
 	Scenario: "ingress Gateway + HTTPRoute 90/10; outside client -> gateway, share of v2",
 	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
-		t := steps.Target(r)
-		if err := steps.Apply(ctx, r, fixtures.IngressGateway(t), fixtures.IngressCanaryRoute(t, fixtures.DefaultSplit)); err != nil {
+		t := scenario.Target(r)
+		if err := scenario.Apply(ctx, r, fixtures.IngressGateway(t), fixtures.IngressCanaryRoute(t, fixtures.DefaultSplit)); err != nil {
 			return verdict.Measurement{}, err
 		}
-		url, err := steps.IngressReachedBy(ctx, r, steps.Outside(), "/debug")
+		url, err := steps.IngressReachedBy(ctx, r, scenario.Outside(), "/debug")
 		if err != nil {
 			return verdict.Measurement{}, err
 		}
-		return steps.Split(ctx, r, steps.Outside(), url, fixtures.DefaultSplit)
+		return steps.Split(ctx, r, scenario.Outside(), url, fixtures.DefaultSplit)
 	},
 })

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/meshclaims/meshclaims/fixtures"
+	"github.com/meshclaims/meshclaims/framework/scenario"
 	"github.com/meshclaims/meshclaims/framework/spec"
 	"github.com/meshclaims/meshclaims/framework/steps"
 	"github.com/meshclaims/meshclaims/framework/verdict"
@@ -19,8 +20,8 @@ var _ = spec.Declare(spec.Def{
 	Area:     "l7",
 	Scenario: "DestinationRule pool of one on echo; fortio 200 qps x 16 against echo ?delay=20ms, share of 503",
 	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
-		rule := fixtures.EchoBreaker(steps.Target(r))
-		if err := steps.ApplyAndAwait(ctx, r, rule); err != nil {
+		rule := fixtures.EchoBreaker(scenario.Target(r))
+		if err := scenario.ApplyAndAwait(ctx, r, rule); err != nil {
 			return verdict.Measurement{}, err
 		}
 		return steps.CircuitBreaking(ctx, r)

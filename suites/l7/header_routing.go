@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"github.com/meshclaims/meshclaims/fixtures"
+	"github.com/meshclaims/meshclaims/framework/scenario"
 	"github.com/meshclaims/meshclaims/framework/spec"
 	"github.com/meshclaims/meshclaims/framework/steps"
 	"github.com/meshclaims/meshclaims/framework/verdict"
@@ -24,11 +25,11 @@ var _ = spec.Declare(spec.Def{
 	Area:     "l7",
 	Scenario: "HTTPRoute header match on echo-canary; in-mesh client with and without the header, share of v2",
 	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
-		route := fixtures.CanaryHeaderRoute(steps.Target(r))
-		if err := steps.ApplyAndAwait(ctx, r, route); err != nil {
+		route := fixtures.CanaryHeaderRoute(scenario.Target(r))
+		if err := scenario.ApplyAndAwait(ctx, r, route); err != nil {
 			return verdict.Measurement{}, err
 		}
 		url := fmt.Sprintf("http://%s.%s:%d/debug", fixtures.CanaryName, r.Namespace(), fixtures.EchoHTTPPort)
-		return steps.HeaderRouting(ctx, r, steps.InMesh(r), url)
+		return steps.HeaderRouting(ctx, r, scenario.InMesh(r), url)
 	},
 })

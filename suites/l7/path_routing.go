@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/meshclaims/meshclaims/fixtures"
+	"github.com/meshclaims/meshclaims/framework/scenario"
 	"github.com/meshclaims/meshclaims/framework/spec"
 	"github.com/meshclaims/meshclaims/framework/steps"
 	"github.com/meshclaims/meshclaims/framework/verdict"
@@ -20,11 +21,11 @@ var _ = spec.Declare(spec.Def{
 	Area:     "l7",
 	Scenario: "HTTPRoute path match on echo-canary; in-mesh client -> /debug, share of v2",
 	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
-		route := fixtures.CanaryPathRoute(steps.Target(r))
-		if err := steps.ApplyAndAwait(ctx, r, route); err != nil {
+		route := fixtures.CanaryPathRoute(scenario.Target(r))
+		if err := scenario.ApplyAndAwait(ctx, r, route); err != nil {
 			return verdict.Measurement{}, err
 		}
 		url := fmt.Sprintf("http://%s.%s:%d%s", fixtures.CanaryName, r.Namespace(), fixtures.EchoHTTPPort, fixtures.DebugPath)
-		return steps.PathRouting(ctx, r, steps.InMesh(r), url)
+		return steps.PathRouting(ctx, r, scenario.InMesh(r), url)
 	},
 })

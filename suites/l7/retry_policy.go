@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/meshclaims/meshclaims/fixtures"
+	"github.com/meshclaims/meshclaims/framework/scenario"
 	"github.com/meshclaims/meshclaims/framework/spec"
 	"github.com/meshclaims/meshclaims/framework/steps"
 	"github.com/meshclaims/meshclaims/framework/verdict"
@@ -19,11 +20,11 @@ var _ = spec.Declare(spec.Def{
 	Area:     "l7",
 	Scenario: "VirtualService retries 3 x 5xx on echo; in-mesh client -> echo?status=500:50, share of 500s seen",
 	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
-		policy := fixtures.EchoRetries(steps.Target(r))
-		if err := steps.ApplyAndAwait(ctx, r, policy); err != nil {
+		policy := fixtures.EchoRetries(scenario.Target(r))
+		if err := scenario.ApplyAndAwait(ctx, r, policy); err != nil {
 			return verdict.Measurement{}, err
 		}
 		url := fmt.Sprintf("http://%s.%s:%d/?%s", fixtures.EchoName, r.Namespace(), fixtures.EchoHTTPPort, fixtures.FlakyQuery())
-		return steps.RetryPolicy(ctx, r, steps.InMesh(r), url)
+		return steps.RetryPolicy(ctx, r, scenario.InMesh(r), url)
 	},
 })

@@ -11,6 +11,7 @@ import (
 	"github.com/meshclaims/meshclaims/framework/decision"
 	"github.com/meshclaims/meshclaims/framework/load"
 	"github.com/meshclaims/meshclaims/framework/mode"
+	"github.com/meshclaims/meshclaims/framework/scenario"
 	"github.com/meshclaims/meshclaims/framework/spec"
 	"github.com/meshclaims/meshclaims/framework/stats"
 	"github.com/meshclaims/meshclaims/framework/steps"
@@ -115,7 +116,7 @@ var _ = spec.Declare(spec.Def{
 	Claim:    "latency.l7-over-sidecar-p50",
 	Area:     "latency",
 	Scenario: "P50 of the ambient-l7 T5 load minus the sidecar P50 of the same run",
-	Needs:    []spec.Need{steps.NeedModes(mode.Sidecar)},
+	Needs:    []spec.Need{scenario.NeedModes(mode.Sidecar)},
 	Slow:     true,
 	Loads:    steps.SteadyLoads(func(r *spec.Run) []mode.Mode { return []mode.Mode{mode.Sidecar, r.Mode} }),
 	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/meshclaims/meshclaims/fixtures"
+	"github.com/meshclaims/meshclaims/framework/scenario"
 	"github.com/meshclaims/meshclaims/framework/spec"
 	"github.com/meshclaims/meshclaims/framework/steps"
 	"github.com/meshclaims/meshclaims/framework/verdict"
@@ -11,11 +12,11 @@ import (
 
 // plaintextToEchoPod is HYBRID's probe: curl from outside the mesh to an echo pod.
 func plaintextToEchoPod(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
-	url, err := steps.EchoPodURL(ctx, r, fixtures.EchoHTTPPort)
+	url, err := scenario.EchoPodURL(ctx, r, fixtures.EchoHTTPPort)
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
-	return steps.ProbeOutcome(ctx, r, steps.Outside(), url)
+	return scenario.ProbeOutcome(ctx, r, scenario.Outside(), url)
 }
 
 // Policy: none (the namespace's STRICT PeerAuthentication is removed for the spec).
@@ -49,8 +50,8 @@ var _ = spec.Declare(spec.Def{
 	Area:     "mtls",
 	Scenario: "STRICT with port 8080 PERMISSIVE: plaintext client outside the mesh -> echo pod:8080",
 	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
-		pa := fixtures.PeerAuthPortPermissive(steps.Target(r))
-		if err := steps.ApplyAndAwait(ctx, r, pa); err != nil {
+		pa := fixtures.PeerAuthPortPermissive(scenario.Target(r))
+		if err := scenario.ApplyAndAwait(ctx, r, pa); err != nil {
 			return verdict.Measurement{}, err
 		}
 		return plaintextToEchoPod(ctx, r)

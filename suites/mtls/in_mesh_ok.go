@@ -7,8 +7,8 @@ import (
 
 	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/probe"
+	"github.com/meshclaims/meshclaims/framework/scenario"
 	"github.com/meshclaims/meshclaims/framework/spec"
-	"github.com/meshclaims/meshclaims/framework/steps"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
 
@@ -19,7 +19,7 @@ var _ = spec.Declare(spec.Def{
 	Area:     "mtls",
 	Scenario: "in-mesh fortio client -> http://echo:8080/",
 	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
-		res, err := steps.Probe(ctx, r, steps.InMesh(r), steps.EchoURL(r))
+		res, err := scenario.Probe(ctx, r, scenario.InMesh(r), scenario.EchoURL(r))
 		if err != nil {
 			return verdict.Measurement{}, err
 		}

@@ -1,6 +1,7 @@
 package mtls
 
 import (
+	"github.com/meshclaims/meshclaims/framework/scenario"
 	"github.com/meshclaims/meshclaims/framework/spec"
 	"github.com/meshclaims/meshclaims/framework/steps"
 )
@@ -16,6 +17,6 @@ var _ = spec.Declare(spec.Def{
 	Claim:    "mtls.mixed-namespaces",
 	Area:     "mtls",
 	Scenario: "in-mesh calls across the meshed modes' namespaces both ways under STRICT; plaintext refused",
-	Needs:    []spec.Need{steps.NeedMeshedModes(2), steps.NeedSidecarHBONE},
+	Needs:    []spec.Need{scenario.NeedMeshedModes(2), scenario.NeedSidecarHBONE},
 	Measure:  steps.MixedNamespaces,
 })

@@ -5,8 +5,8 @@ import (
 	"context"
 
 	"github.com/meshclaims/meshclaims/fixtures"
+	"github.com/meshclaims/meshclaims/framework/scenario"
 	"github.com/meshclaims/meshclaims/framework/spec"
-	"github.com/meshclaims/meshclaims/framework/steps"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
 
@@ -18,10 +18,10 @@ var _ = spec.Declare(spec.Def{
 	Area:     "mtls",
 	Scenario: "plaintext client outside the mesh -> echo pod IP:8080 under STRICT",
 	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
-		url, err := steps.EchoPodURL(ctx, r, fixtures.EchoHTTPPort)
+		url, err := scenario.EchoPodURL(ctx, r, fixtures.EchoHTTPPort)
 		if err != nil {
 			return verdict.Measurement{}, err
 		}
-		return steps.ProbeOutcome(ctx, r, steps.Outside(), url)
+		return scenario.ProbeOutcome(ctx, r, scenario.Outside(), url)
 	},
 })

@@ -10,6 +10,7 @@ import (
 	"context"
 
 	"github.com/meshclaims/meshclaims/fixtures"
+	"github.com/meshclaims/meshclaims/framework/scenario"
 	"github.com/meshclaims/meshclaims/framework/spec"
 	"github.com/meshclaims/meshclaims/framework/steps"
 	"github.com/meshclaims/meshclaims/framework/verdict"
@@ -24,6 +25,6 @@ var _ = spec.Declare(spec.Def{
 	Scenario: "NetworkPolicy ingress TCP 8080 only; client -> echo:8080",
 	Needs:    []spec.Need{steps.NeedNetPol},
 	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
-		return steps.UnderNetPol(ctx, r, fixtures.NetpolAppPort(steps.Target(r), r.Mode), steps.EchoURL(r))
+		return steps.UnderNetPol(ctx, r, fixtures.NetpolAppPort(scenario.Target(r), r.Mode), scenario.EchoURL(r))
 	},
 })

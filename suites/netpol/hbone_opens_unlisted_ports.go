@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/meshclaims/meshclaims/fixtures"
+	"github.com/meshclaims/meshclaims/framework/scenario"
 	"github.com/meshclaims/meshclaims/framework/spec"
 	"github.com/meshclaims/meshclaims/framework/steps"
 	"github.com/meshclaims/meshclaims/framework/verdict"
@@ -19,6 +20,6 @@ var _ = spec.Declare(spec.Def{
 	Scenario: "NetworkPolicy ingress TCP 15008 only; client -> echo:8080 (unlisted)",
 	Needs:    []spec.Need{steps.NeedNetPol},
 	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
-		return steps.UnderNetPol(ctx, r, fixtures.NetpolHBONE(steps.Target(r), r.Mode), steps.EchoURL(r))
+		return steps.UnderNetPol(ctx, r, fixtures.NetpolHBONE(scenario.Target(r), r.Mode), scenario.EchoURL(r))
 	},
 })

@@ -7,6 +7,7 @@ import (
 
 	"github.com/meshclaims/meshclaims/fixtures"
 	"github.com/meshclaims/meshclaims/framework/loadplan"
+	"github.com/meshclaims/meshclaims/framework/scenario"
 	"github.com/meshclaims/meshclaims/framework/spec"
 	"github.com/meshclaims/meshclaims/framework/steps"
 	"github.com/meshclaims/meshclaims/framework/verdict"
@@ -58,7 +59,7 @@ var _ = spec.Declare(spec.Def{
 		for i, f := range factors {
 			names[i] = f.Name
 		}
-		s, err := steps.SetupLoad(r, steps.EchoURLOf(r.Mode), steps.RolloutFloor)
+		s, err := steps.SetupLoad(r, scenario.EchoURLOf(r.Mode), steps.RolloutFloor)
 		if err != nil {
 			return verdict.Measurement{}, err
 		}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/meshclaims/meshclaims/fixtures"
 	"github.com/meshclaims/meshclaims/framework/mode"
+	"github.com/meshclaims/meshclaims/framework/scenario"
 	"github.com/meshclaims/meshclaims/framework/spec"
 	"github.com/meshclaims/meshclaims/framework/stats"
 	"github.com/meshclaims/meshclaims/framework/steps"
@@ -19,7 +20,7 @@ var _ = spec.Declare(spec.Def{
 	Claim:    "rollout.l7-vs-sidecar",
 	Area:     "rollout",
 	Scenario: "ratio of the T1 503 rates, ambient-l7 over sidecar, same run",
-	Needs:    []spec.Need{steps.NeedModes(mode.Sidecar)},
+	Needs:    []spec.Need{scenario.NeedModes(mode.Sidecar)},
 	Slow:     true,
 	Loads:    steps.RolloutLoads(steps.RolloutRun{Mode: mode.AmbientL7}, steps.RolloutRun{Mode: mode.Sidecar}),
 	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {

@@ -11,6 +11,7 @@ import (
 	"github.com/meshclaims/meshclaims/framework/load"
 	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/probe"
+	"github.com/meshclaims/meshclaims/framework/scenario"
 	"github.com/meshclaims/meshclaims/framework/spec"
 	"github.com/meshclaims/meshclaims/framework/steps"
 	"github.com/meshclaims/meshclaims/framework/verdict"
@@ -43,11 +44,11 @@ var _ = spec.Declare(spec.Def{
 	Slow:     true,
 	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
 		return steps.Repeat(ctx, r, func(ctx context.Context, i int) (float64, map[string]float64, error) {
-			base, err := loadOf(ctx, r, steps.InMeshOf(r, mode.None), steps.RunName("none", i), steps.EchoURLOf(mode.None))
+			base, err := loadOf(ctx, r, scenario.InMeshOf(r, mode.None), scenario.RunName("none", i), scenario.EchoURLOf(mode.None))
 			if err != nil {
 				return 0, nil, err
 			}
-			side, err := loadOf(ctx, r, steps.InMesh(r), steps.RunName("sidecar", i), steps.EchoURL(r))
+			side, err := loadOf(ctx, r, scenario.InMesh(r), scenario.RunName("sidecar", i), scenario.EchoURL(r))
 			if err != nil {
 				return 0, nil, err
 			}
@@ -65,11 +66,11 @@ var _ = spec.Declare(spec.Def{
 	Slow:     true,
 	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
 		return steps.Repeat(ctx, r, func(ctx context.Context, i int) (float64, map[string]float64, error) {
-			base, err := loadOf(ctx, r, steps.InMeshOf(r, mode.None), steps.RunName("none-max", i), steps.EchoURLOf(mode.None))
+			base, err := loadOf(ctx, r, scenario.InMeshOf(r, mode.None), scenario.RunName("none-max", i), scenario.EchoURLOf(mode.None))
 			if err != nil {
 				return 0, nil, err
 			}
-			side, err := loadOf(ctx, r, steps.InMesh(r), steps.RunName("sidecar-max", i), steps.EchoURL(r))
+			side, err := loadOf(ctx, r, scenario.InMesh(r), scenario.RunName("sidecar-max", i), scenario.EchoURL(r))
 			if err != nil {
 				return 0, nil, err
 			}

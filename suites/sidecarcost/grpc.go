@@ -7,6 +7,7 @@ import (
 
 	"github.com/meshclaims/meshclaims/fixtures"
 	"github.com/meshclaims/meshclaims/framework/mode"
+	"github.com/meshclaims/meshclaims/framework/scenario"
 	"github.com/meshclaims/meshclaims/framework/spec"
 	"github.com/meshclaims/meshclaims/framework/steps"
 	"github.com/meshclaims/meshclaims/framework/verdict"
@@ -25,11 +26,11 @@ var _ = spec.Declare(spec.Def{
 			return fmt.Sprintf("%s.%s:%d", fixtures.EchoName, m.Namespace(), fixtures.EchoGRPCPort)
 		}
 		return steps.Repeat(ctx, r, func(ctx context.Context, i int) (float64, map[string]float64, error) {
-			base, err := steps.GRPCLoad(ctx, r, steps.InMeshOf(r, mode.None), steps.RunName("grpc-none", i), target(mode.None), 500, 16, d)
+			base, err := steps.GRPCLoad(ctx, r, scenario.InMeshOf(r, mode.None), scenario.RunName("grpc-none", i), target(mode.None), 500, 16, d)
 			if err != nil {
 				return 0, nil, err
 			}
-			side, err := steps.GRPCLoad(ctx, r, steps.InMesh(r), steps.RunName("grpc-sidecar", i), target(r.Mode), 500, 16, d)
+			side, err := steps.GRPCLoad(ctx, r, scenario.InMesh(r), scenario.RunName("grpc-sidecar", i), target(r.Mode), 500, 16, d)
 			if err != nil {
 				return 0, nil, err
 			}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/meshclaims/meshclaims/fixtures"
 	"github.com/meshclaims/meshclaims/framework/mode"
+	"github.com/meshclaims/meshclaims/framework/scenario"
 	"github.com/meshclaims/meshclaims/framework/spec"
 	"github.com/meshclaims/meshclaims/framework/stats"
 	"github.com/meshclaims/meshclaims/framework/steps"
@@ -25,15 +26,15 @@ var _ = spec.Declare(spec.Def{
 	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
 		l4URL := fmt.Sprintf("http://%s.%s:%d/", fixtures.EchoName, r.Namespace(), fixtures.EchoTCPHTTPPort)
 		return steps.Repeat(ctx, r, func(ctx context.Context, i int) (float64, map[string]float64, error) {
-			none, err := loadOf(ctx, r, steps.InMeshOf(r, mode.None), steps.RunName("none", i), steps.EchoURLOf(mode.None))
+			none, err := loadOf(ctx, r, scenario.InMeshOf(r, mode.None), scenario.RunName("none", i), scenario.EchoURLOf(mode.None))
 			if err != nil {
 				return 0, nil, err
 			}
-			l4, err := loadOf(ctx, r, steps.InMesh(r), steps.RunName("l4", i), l4URL)
+			l4, err := loadOf(ctx, r, scenario.InMesh(r), scenario.RunName("l4", i), l4URL)
 			if err != nil {
 				return 0, nil, err
 			}
-			l7, err := loadOf(ctx, r, steps.InMesh(r), steps.RunName("l7", i), steps.EchoURL(r))
+			l7, err := loadOf(ctx, r, scenario.InMesh(r), scenario.RunName("l7", i), scenario.EchoURL(r))
 			if err != nil {
 				return 0, nil, err
 			}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/meshclaims/meshclaims/fixtures"
 	"github.com/meshclaims/meshclaims/framework/mode"
+	"github.com/meshclaims/meshclaims/framework/scenario"
 	"github.com/meshclaims/meshclaims/framework/spec"
 	"github.com/meshclaims/meshclaims/framework/stats"
 	"github.com/meshclaims/meshclaims/framework/steps"
@@ -25,19 +26,19 @@ var _ = spec.Declare(spec.Def{
 		if err := steps.WithoutStrict(ctx, r); err != nil {
 			return verdict.Measurement{}, err
 		}
-		t := steps.Target(r)
+		t := scenario.Target(r)
 		return steps.Repeat(ctx, r, func(ctx context.Context, i int) (float64, map[string]float64, error) {
-			none, err := loadOf(ctx, r, steps.InMeshOf(r, mode.None), steps.RunName("none", i), steps.EchoURLOf(mode.None))
+			none, err := loadOf(ctx, r, scenario.InMeshOf(r, mode.None), scenario.RunName("none", i), scenario.EchoURLOf(mode.None))
 			if err != nil {
 				return 0, nil, err
 			}
 			var means [2]float64
 			for j, mutual := range []bool{false, true} {
 				dr := fixtures.EchoTLS(t, mutual)
-				if err := steps.ApplyAndAwait(ctx, r, dr); err != nil {
+				if err := scenario.ApplyAndAwait(ctx, r, dr); err != nil {
 					return 0, nil, err
 				}
-				run, err := loadOf(ctx, r, steps.InMesh(r), steps.RunName(map[bool]string{false: "mtls-off", true: "mtls-on"}[mutual], i), steps.EchoURL(r))
+				run, err := loadOf(ctx, r, scenario.InMesh(r), scenario.RunName(map[bool]string{false: "mtls-off", true: "mtls-on"}[mutual], i), scenario.EchoURL(r))
 				if err != nil {
 					return 0, nil, err
 				}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/meshclaims/meshclaims/fixtures"
 	"github.com/meshclaims/meshclaims/framework/mode"
+	"github.com/meshclaims/meshclaims/framework/scenario"
 	"github.com/meshclaims/meshclaims/framework/spec"
 	"github.com/meshclaims/meshclaims/framework/stats"
 	"github.com/meshclaims/meshclaims/framework/steps"
@@ -25,11 +26,11 @@ var _ = spec.Declare(spec.Def{
 			return fmt.Sprintf("http://%s.%s:%d/bytes?n=%d", fixtures.EchoName, m.Namespace(), fixtures.EchoHTTPPort, 100<<20)
 		}
 		return steps.Repeat(ctx, r, func(ctx context.Context, i int) (float64, map[string]float64, error) {
-			base, err := steps.Download(ctx, r, steps.InMeshOf(r, mode.None), url(mode.None))
+			base, err := steps.Download(ctx, r, scenario.InMeshOf(r, mode.None), url(mode.None))
 			if err != nil {
 				return 0, nil, err
 			}
-			side, err := steps.Download(ctx, r, steps.InMesh(r), url(r.Mode))
+			side, err := steps.Download(ctx, r, scenario.InMesh(r), url(r.Mode))
 			if err != nil {
 				return 0, nil, err
 			}
@@ -47,7 +48,7 @@ var _ = spec.Declare(spec.Def{
 	Scenario: "200 SSE events every 20 ms, arrival interval median and P99",
 	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
 		url := fmt.Sprintf("http://%s.%s:%d/sse?n=200&interval=20ms", fixtures.EchoName, r.Namespace(), fixtures.EchoHTTPPort)
-		ivs, err := steps.SSEIntervals(ctx, r, steps.InMesh(r), url)
+		ivs, err := steps.SSEIntervals(ctx, r, scenario.InMesh(r), url)
 		if err != nil {
 			return verdict.Measurement{}, err
 		}

@@ -1,4 +1,4 @@
-package steps
+package scenario
 
 import (
 	"context"
@@ -39,7 +39,7 @@ import (
 // documented bounded one (Timeouts.NetPolSettle), recorded as bounded.
 
 // pushPolicy is the run's converging-wait policy.
-func pushPolicy(r *spec.Run) converge.Policy {
+func PushPolicy(r *spec.Run) converge.Policy {
 	t := r.Env.Config.Timeouts
 	return converge.Policy{Poll: t.ConvergePoll, Times: t.ConvergeTimes, Limit: t.ConfigPushed}
 }
@@ -77,14 +77,14 @@ func await(ctx context.Context, r *spec.Run, present bool, objs []client.Object)
 		if cond == nil {
 			w, err = converge.Bounded(ctx, r.Env.Config.Timeouts.NetPolSettle, what, bounded)
 		} else {
-			w, err = converge.Until(ctx, pushPolicy(r), what, cond)
+			w, err = converge.Until(ctx, PushPolicy(r), what, cond)
 		}
 		r.AddWait(w)
 		if err != nil {
 			return err
 		}
 		if what, cond := drainedCondition(m, obj, present); cond != nil {
-			p := pushPolicy(r)
+			p := PushPolicy(r)
 			p.Limit = r.Env.Config.Timeouts.FilterChainDrain
 			w, err := converge.Until(ctx, p, what, cond)
 			r.AddWait(w)

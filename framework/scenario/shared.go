@@ -1,4 +1,4 @@
-package steps
+package scenario
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 // Each key has a lock of its own, so measurements of different keys may run
 // at once (-concurrent-modes: each mode's rollout load) while a second
 // caller of one key waits for the first.
-type sharedMeasurement[T any] struct {
+type SharedMeasurement[T any] struct {
 	mu   sync.Mutex
 	done map[string]*sharedMeasurementEntry[T]
 }
@@ -33,7 +33,7 @@ type sharedMeasurementEntry[T any] struct {
 }
 
 // entry is key's entry, made on first use.
-func (m *sharedMeasurement[T]) entry(key string) *sharedMeasurementEntry[T] {
+func (m *SharedMeasurement[T]) entry(key string) *sharedMeasurementEntry[T] {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.done == nil {
@@ -50,7 +50,7 @@ func (m *sharedMeasurement[T]) entry(key string) *sharedMeasurementEntry[T] {
 // get runs f once per key. A later spec that reuses the result also lists
 // the raw results and setup, so its report row points at the data it was
 // judged on.
-func (m *sharedMeasurement[T]) get(r *spec.Run, key string, f func() (T, error)) (T, error) {
+func (m *SharedMeasurement[T]) Get(r *spec.Run, key string, f func() (T, error)) (T, error) {
 	e := m.entry(key)
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -90,7 +90,7 @@ func Quiesce(ctx context.Context, r *spec.Run, modes ...mode.Mode) error {
 }
 
 // amendSetup adds to the setup a shared measurement's later readers get.
-func (m *sharedMeasurement[T]) amendSetup(key, more string) {
+func (m *SharedMeasurement[T]) AmendSetup(key, more string) {
 	e := m.entry(key)
 	e.mu.Lock()
 	defer e.mu.Unlock()

@@ -1,9 +1,12 @@
-// Package steps holds the scenario steps claim specs are written in: apply
-// these objects for the length of the spec, probe this URL from that client,
-// run this load, restart that Deployment under load. Suites read as
-// declarations because the machinery (port-forwards, log collection, raw
-// results, clean-up) lives here.
-package steps
+// Package scenario is the engine claim specs are written in: the run's
+// cluster, clients and URLs, apply these objects for the length of the spec
+// and await their effect in the proxies (pushed), undo them and wait until
+// a probe shows the effect gone (restore), the preconditions of a run
+// (needs), and measurements shared by the specs that read the same run.
+// Suites read as declarations because this machinery (clean-up, waits,
+// positive controls) lives here; reusable traffic (loads, rollouts) is in
+// framework/steps, each claim's measurement beside its declaration.
+package scenario
 
 import (
 	"context"
