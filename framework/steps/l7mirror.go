@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/meshclaims/meshclaims/fixtures"
+	"github.com/meshclaims/meshclaims/framework/echolog"
 	"github.com/meshclaims/meshclaims/framework/probe"
 	"github.com/meshclaims/meshclaims/framework/scenario"
 	"github.com/meshclaims/meshclaims/framework/spec"
@@ -50,8 +51,8 @@ func Mirroring(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
 		return verdict.Measurement{}, err
 	}
 	mark := fmt.Sprintf("mirror-%s-%d", r.Env.Config.RunID, time.Now().UnixNano())
-	url := fmt.Sprintf("http://%s.%s:%d/?status=%d&%s=%s", fixtures.CanaryName, r.Namespace(), fixtures.EchoHTTPPort, MirrorStatus, MarkParam, mark)
-	since := time.Now().Add(-logClockSlack)
+	url := fmt.Sprintf("http://%s.%s:%d/?status=%d&%s=%s", fixtures.CanaryName, r.Namespace(), fixtures.EchoHTTPPort, MirrorStatus, echolog.MarkParam, mark)
+	since := time.Now().Add(-echolog.LogClockSlack)
 	var results []probe.Result
 	err = probe.Forward(ctx, m.Kube, scenario.InMesh(r), func(base string) (err error) {
 		results, err = probe.ManyVia(ctx, base, url, SplitRequests, r.Env.Config.Timeouts.Probe)
@@ -120,7 +121,7 @@ func markedLines(ctx context.Context, r *spec.Run, v, mark string, since time.Ti
 		if err != nil {
 			return 0, fmt.Errorf("pod %s's log: %w", p.Name, err)
 		}
-		answers, err := ParseErrorAnswers(log)
+		answers, err := echolog.ParseErrorAnswers(log)
 		if err != nil {
 			return 0, fmt.Errorf("pod %s's log: %w", p.Name, err)
 		}
@@ -130,10 +131,10 @@ func markedLines(ctx context.Context, r *spec.Run, v, mark string, since time.Ti
 }
 
 // CountMarked counts the answers whose request carried mark.
-func CountMarked(answers []ErrorAnswer, mark string) int64 {
+func CountMarked(answers []echolog.ErrorAnswer, mark string) int64 {
 	var n int64
 	for _, a := range answers {
-		if strings.Contains(a.URI, MarkParam+"="+mark) {
+		if strings.Contains(a.URI, echolog.MarkParam+"="+mark) {
 			n++
 		}
 	}

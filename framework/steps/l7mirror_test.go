@@ -18,13 +18,15 @@ import (
 	"github.com/meshclaims/meshclaims/fixtures/workload/echo"
 	wp "github.com/meshclaims/meshclaims/fixtures/workload/probe"
 	"github.com/meshclaims/meshclaims/framework/claims/claimstest"
+	"github.com/meshclaims/meshclaims/framework/echolog"
+	"github.com/meshclaims/meshclaims/framework/echolog/echologtest"
 	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
 
-func loggedEcho(t *testing.T, role string) (*echo.Server, *lockedLog) {
+func loggedEcho(t *testing.T, role string) (*echo.Server, *echologtest.Log) {
 	t.Helper()
-	log := &lockedLog{}
+	log := &echologtest.Log{}
 	s, err := echo.Start(echo.Config{HTTPAddr: "127.0.0.1:0", Logger: slog.New(slog.NewJSONHandler(log, nil)).With("role", role)})
 	if err != nil {
 		t.Fatal(err)
@@ -103,7 +105,7 @@ func TestMirrorJudgedOnEchoLogs(t *testing.T) {
 	v2, log2 := loggedEcho(t, "echo-v2")
 	run := func(front, mark string) verdict.Measurement {
 		t.Helper()
-		u := front + "/?status=418&" + MarkParam + "=" + mark
+		u := front + "/?status=418&" + echolog.MarkParam + "=" + mark
 		for i := 0; i < SplitRequests; i++ {
 			if res := wp.Do(context.Background(), http.MethodGet, u, nil, 5*time.Second); res.Status != MirrorStatus {
 				t.Fatalf("call %d: %+v", i, res)
@@ -111,8 +113,8 @@ func TestMirrorJudgedOnEchoLogs(t *testing.T) {
 		}
 		var a, b int64
 		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-			a1, _ := ParseErrorAnswers(log1.String())
-			a2, _ := ParseErrorAnswers(log2.String())
+			a1, _ := echolog.ParseErrorAnswers(log1.String())
+			a2, _ := echolog.ParseErrorAnswers(log2.String())
 			a, b = CountMarked(a1, mark), CountMarked(a2, mark)
 			if a+b >= 2*SplitRequests || (strings.HasPrefix(mark, "l4") && a+b >= SplitRequests) {
 				break

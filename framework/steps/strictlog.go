@@ -2,14 +2,13 @@ package steps
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/meshclaims/meshclaims/fixtures"
-	"github.com/meshclaims/meshclaims/fixtures/workload/echo"
+	"github.com/meshclaims/meshclaims/framework/echolog"
 	"github.com/meshclaims/meshclaims/framework/probe"
 	"github.com/meshclaims/meshclaims/framework/scenario"
 	"github.com/meshclaims/meshclaims/framework/spec"
@@ -28,51 +27,6 @@ import (
 // recognised if it reached echo at all and the control's line is told
 // from any other 403.
 
-// MarkParam is the query parameter the suite marks its requests with
-// (fortio's echo handler ignores parameters it does not know).
-const MarkParam = "meshclaims-mark"
-
-// logClockSlack starts the log window this much before the first request:
-// SinceTime has second resolution and the node's clock is not the test
-// host's. Lines from the slack are harmless: ours are told by their mark,
-// and a foreign 403 there fails the claim rather than passing it.
-const logClockSlack = 2 * time.Second
-
-// ErrorAnswer is one line of echo's error-answer log.
-type ErrorAnswer struct {
-	Method string `json:"method"`
-	URI    string `json:"uri"`
-	Status int    `json:"status"`
-	Remote string `json:"remote"`
-}
-
-// ParseErrorAnswers reads the error answers from a container log as the
-// kubelet returns it with timestamps ("<RFC3339Nano> <line>"; without the
-// prefix too). Lines that are not echo's JSON (other messages, fortio's
-// own) are skipped; an error-answer line without a status is an error.
-func ParseErrorAnswers(log string) ([]ErrorAnswer, error) {
-	var out []ErrorAnswer
-	for i, line := range strings.Split(log, "\n") {
-		if j := strings.IndexByte(line, '{'); j >= 0 {
-			line = line[j:]
-		} else {
-			continue
-		}
-		var l struct {
-			Msg string `json:"msg"`
-			ErrorAnswer
-		}
-		if err := json.Unmarshal([]byte(line), &l); err != nil || l.Msg != echo.ErrorAnswerMsg {
-			continue
-		}
-		if l.Status == 0 {
-			return nil, fmt.Errorf("log line %d is an %q without a status: %s", i+1, echo.ErrorAnswerMsg, line)
-		}
-		out = append(out, l.ErrorAnswer)
-	}
-	return out, nil
-}
-
 // StrictLogMarks are the marks of one measurement's two requests.
 type StrictLogMarks struct{ Plain, Control string }
 
@@ -81,7 +35,7 @@ type StrictLogMarks struct{ Plain, Control string }
 // response, the plaintext request left no line, and the only 403 is the
 // control's. The control's own client result must be a 403 and its line
 // present, or the measurement is broken (error).
-func JudgeStrictNo403(plain, control probe.Result, answers []ErrorAnswer, marks StrictLogMarks) (verdict.Measurement, error) {
+func JudgeStrictNo403(plain, control probe.Result, answers []echolog.ErrorAnswer, marks StrictLogMarks) (verdict.Measurement, error) {
 	if control.Outcome != "http-403" {
 		return verdict.Measurement{}, fmt.Errorf("the control call for a 403 (?status=403) got %s %s: the in-mesh path to the pod does not work, nothing to compare the log with", control.Outcome, control.Detail)
 	}
@@ -139,16 +93,16 @@ func StrictNo403(ctx context.Context, r *spec.Run) (verdict.Measurement, error) 
 	}
 	nonce := fmt.Sprintf("%s-%d", r.Env.Config.RunID, time.Now().UnixNano())
 	marks := StrictLogMarks{Plain: "plain-" + nonce, Control: "control-" + nonce}
-	since := time.Now().Add(-logClockSlack)
-	plain, err := scenario.Probe(ctx, r, scenario.Outside(), fmt.Sprintf("http://%s:%d/?%s=%s", pods[0].Status.PodIP, fixtures.EchoHTTPPort, MarkParam, marks.Plain))
+	since := time.Now().Add(-echolog.LogClockSlack)
+	plain, err := scenario.Probe(ctx, r, scenario.Outside(), fmt.Sprintf("http://%s:%d/?%s=%s", pods[0].Status.PodIP, fixtures.EchoHTTPPort, echolog.MarkParam, marks.Plain))
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
-	control, err := scenario.Probe(ctx, r, scenario.InMesh(r), scenario.EchoURL(r)+"?status=403&"+MarkParam+"="+marks.Control)
+	control, err := scenario.Probe(ctx, r, scenario.InMesh(r), scenario.EchoURL(r)+"?status=403&"+echolog.MarkParam+"="+marks.Control)
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
-	var answers []ErrorAnswer
+	var answers []echolog.ErrorAnswer
 	// A missing control line is judged (an error naming it) once the wait
 	// has passed, so the loop ends either way.
 	deadline := time.Now().Add(r.Env.Config.Timeouts.LogFlush)
@@ -159,7 +113,7 @@ func StrictNo403(ctx context.Context, r *spec.Run) (verdict.Measurement, error) 
 			if err != nil {
 				return verdict.Measurement{}, fmt.Errorf("echo pod %s's log: %w", p.Name, err)
 			}
-			a, err := ParseErrorAnswers(log)
+			a, err := echolog.ParseErrorAnswers(log)
 			if err != nil {
 				return verdict.Measurement{}, fmt.Errorf("echo pod %s's log: %w", p.Name, err)
 			}
@@ -182,7 +136,7 @@ func StrictNo403(ctx context.Context, r *spec.Run) (verdict.Measurement, error) 
 	return got, nil
 }
 
-func hasMark(answers []ErrorAnswer, mark string) bool {
+func hasMark(answers []echolog.ErrorAnswer, mark string) bool {
 	for _, a := range answers {
 		if strings.Contains(a.URI, mark) {
 			return true

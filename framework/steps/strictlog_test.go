@@ -6,40 +6,18 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/meshclaims/meshclaims/fixtures/workload/echo"
 	wp "github.com/meshclaims/meshclaims/fixtures/workload/probe"
 	"github.com/meshclaims/meshclaims/framework/claims/claimstest"
+	"github.com/meshclaims/meshclaims/framework/echolog"
+	"github.com/meshclaims/meshclaims/framework/echolog/echologtest"
 	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/probe"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
-
-// lockedLog collects a real echo server's log and hands it out as the
-// kubelet does with timestamps=true: each line prefixed by its RFC3339Nano
-// time and a space.
-type lockedLog struct {
-	mu    sync.Mutex
-	lines []string
-}
-
-func (l *lockedLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for _, s := range strings.Split(strings.TrimRight(string(p), "\n"), "\n") {
-		l.lines = append(l.lines, time.Now().UTC().Format(time.RFC3339Nano)+" "+s)
-	}
-	return len(p), nil
-}
-
-func (l *lockedLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Join(l.lines, "\n") + "\n"
-}
 
 // cutConnections accepts and closes every connection before any byte:
 // what a STRICT enforcer does to a plaintext client (ztunnel: EOF; with
@@ -74,7 +52,7 @@ func cutConnections(t *testing.T, reset bool) string {
 // broken is an error: the control's line missing, the control not a 403.
 func TestStrictNo403(t *testing.T) {
 	c := claimstest.Claim(t, "mtls.strict-no-403")
-	log := &lockedLog{}
+	log := &echologtest.Log{}
 	s, err := echo.Start(echo.Config{HTTPAddr: "127.0.0.1:0", Logger: slog.New(slog.NewJSONHandler(log, nil)).With("role", "echo")})
 	if err != nil {
 		t.Fatal(err)
@@ -91,7 +69,7 @@ func TestStrictNo403(t *testing.T) {
 		return r
 	}
 	marks := StrictLogMarks{Plain: "plain-run1-1", Control: "control-run1-1"}
-	mark := func(m string) string { return "?" + MarkParam + "=" + m }
+	mark := func(m string) string { return "?" + echolog.MarkParam + "=" + m }
 	echoURL := s.URL() + "/"
 
 	for _, reset := range []bool{false, true} {
@@ -99,8 +77,8 @@ func TestStrictNo403(t *testing.T) {
 		if plain.Outcome != probe.NoHTTPResponse {
 			t.Fatalf("cut connection (reset %v): %s %s", reset, plain.Outcome, plain.Detail)
 		}
-		control := do(echoURL + "?status=403&" + MarkParam + "=" + marks.Control)
-		answers, err := ParseErrorAnswers(log.String())
+		control := do(echoURL + "?status=403&" + echolog.MarkParam + "=" + marks.Control)
+		answers, err := echolog.ParseErrorAnswers(log.String())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -117,7 +95,7 @@ func TestStrictNo403(t *testing.T) {
 
 	// The control's line is needed: a log that lost it (another pod's,
 	// or one the server never wrote) proves nothing.
-	control := do(echoURL + "?status=403&" + MarkParam + "=" + marks.Control)
+	control := do(echoURL + "?status=403&" + echolog.MarkParam + "=" + marks.Control)
 	plain := do(cutConnections(t, false) + mark(marks.Plain))
 	if _, err := JudgeStrictNo403(plain, control, nil, marks); err == nil || !strings.Contains(err.Error(), "cannot show a 403") {
 		t.Errorf("no control line: %v", err)
@@ -128,7 +106,7 @@ func TestStrictNo403(t *testing.T) {
 
 	judge := func(plain probe.Result) verdict.Measurement {
 		t.Helper()
-		answers, err := ParseErrorAnswers(log.String())
+		answers, err := echolog.ParseErrorAnswers(log.String())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -146,13 +124,13 @@ func TestStrictNo403(t *testing.T) {
 		t.Errorf("plaintext answered 200: %s", got.Outcome)
 	}
 	// A plaintext client refused by the app itself, with a 403 in its log.
-	if got := judge(do(echoURL + "?status=403&" + MarkParam + "=" + marks.Plain)); got.Outcome != "http-403" {
+	if got := judge(do(echoURL + "?status=403&" + echolog.MarkParam + "=" + marks.Plain)); got.Outcome != "http-403" {
 		t.Errorf("plaintext answered 403: %s", got.Outcome)
 	}
 	// A 403 of another request in the window fails even with a cut plaintext.
 	fresh := StrictLogMarks{Plain: "plain-run1-2", Control: marks.Control}
 	do(echoURL + "?status=403&other=1")
-	answers, err := ParseErrorAnswers(log.String())
+	answers, err := echolog.ParseErrorAnswers(log.String())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,22 +144,8 @@ func TestStrictNo403(t *testing.T) {
 	}
 	// The plaintext request reached echo (answered 400, say) though the
 	// client saw its connection cut: not a STRICT refusal.
-	reached := []ErrorAnswer{{Method: "GET", URI: "/" + mark(fresh.Plain), Status: 400, Remote: "10.0.0.9:4711"}, {Method: "GET", URI: "/?status=403&" + MarkParam + "=" + fresh.Control, Status: 403}}
+	reached := []echolog.ErrorAnswer{{Method: "GET", URI: "/" + mark(fresh.Plain), Status: 400, Remote: "10.0.0.9:4711"}, {Method: "GET", URI: "/?status=403&" + echolog.MarkParam + "=" + fresh.Control, Status: 403}}
 	if got, _ := JudgeStrictNo403(cut, control, reached, fresh); got.Outcome != "reached the server" {
 		t.Errorf("plaintext reached echo: %s", got.Outcome)
-	}
-}
-
-func TestParseErrorAnswers(t *testing.T) {
-	log := `2026-12-01T11:52:03.120418893Z {"time":"2026-12-01T11:52:03.12Z","level":"INFO","msg":"listening","role":"echo","name":"http-echo","addr":"[::]:8080"}
-2026-12-01T11:52:09.004113270Z {"time":"2026-12-01T11:52:09.004Z","level":"INFO","msg":"error answer","role":"echo","method":"GET","uri":"/?status=403","status":403,"remote":"127.0.0.6:51234"}
-2026-12-01T11:52:09.104113270Z 11:52:09.104 r1 [WRN] fortio's own line, not JSON
-`
-	got, err := ParseErrorAnswers(log)
-	if err != nil || len(got) != 1 || got[0].Status != 403 || got[0].URI != "/?status=403" || got[0].Remote != "127.0.0.6:51234" {
-		t.Fatalf("%+v %v", got, err)
-	}
-	if _, err := ParseErrorAnswers(`2026-12-01T11:52:09Z {"msg":"error answer","uri":"/"}`); err == nil || !strings.Contains(err.Error(), "without a status") {
-		t.Errorf("line without status: %v", err)
 	}
 }
