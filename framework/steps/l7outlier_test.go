@@ -18,6 +18,7 @@ import (
 	"github.com/meshclaims/meshclaims/framework/claims/claimstest"
 	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/probe"
+	"github.com/meshclaims/meshclaims/framework/probe/probetest"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
 
@@ -122,7 +123,7 @@ func TestOutlierJudgedOnEchoPods(t *testing.T) {
 	if got, _ := JudgeOutlier(map[int]int64{200: 170, 500: 30}); got.Outcome != "" {
 		t.Errorf("15%%: %q", got.Outcome)
 	}
-	cut := probe.Result{Result: wp.Do(context.Background(), http.MethodGet, cutConnections(t, true), nil, 5*time.Second)}
+	cut := probe.Result{Result: wp.Do(context.Background(), http.MethodGet, probetest.CutConnections(t, true), nil, 5*time.Second)}
 	cut.Outcome, cut.Detail = probe.Outcome(cut.Result)
 	if _, err := OutlierCodes([]probe.Result{cut}); err == nil || !strings.Contains(err.Error(), "no-http-response") {
 		t.Errorf("cut call: %v", err)

@@ -14,6 +14,7 @@ import (
 	"github.com/meshclaims/meshclaims/framework/claims/claimstest"
 	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/probe"
+	"github.com/meshclaims/meshclaims/framework/probe/probetest"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
 
@@ -46,7 +47,7 @@ func TestPrincipalsJudged(t *testing.T) {
 		return r
 	}
 	good := do(s.URL() + "/")
-	cut := do(cutConnections(t, false))
+	cut := do(probetest.CutConnections(t, false))
 	envoy403 := do(rbac.URL + "/")
 	app403 := do(s.URL() + "/?status=403")
 	answered := do(s.URL() + "/")

@@ -3,7 +3,6 @@ package steps
 import (
 	"context"
 	"log/slog"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -16,32 +15,9 @@ import (
 	"github.com/meshclaims/meshclaims/framework/echolog/echologtest"
 	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/probe"
+	"github.com/meshclaims/meshclaims/framework/probe/probetest"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
-
-// cutConnections accepts and closes every connection before any byte:
-// what a STRICT enforcer does to a plaintext client (ztunnel: EOF; with
-// linger 0, a sidecar's reset).
-func cutConnections(t *testing.T, reset bool) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			if reset {
-				c.(*net.TCPConn).SetLinger(0)
-			}
-			c.Close()
-		}
-	}()
-	return "http://" + ln.Addr().String() + "/"
-}
 
 // The judge on real shapes: a real echo server's log (its error-answer
 // lines behind kubelet timestamps), real probe results from loopback
@@ -73,7 +49,7 @@ func TestStrictNo403(t *testing.T) {
 	echoURL := s.URL() + "/"
 
 	for _, reset := range []bool{false, true} {
-		plain := do(cutConnections(t, reset) + mark(marks.Plain))
+		plain := do(probetest.CutConnections(t, reset) + mark(marks.Plain))
 		if plain.Outcome != probe.NoHTTPResponse {
 			t.Fatalf("cut connection (reset %v): %s %s", reset, plain.Outcome, plain.Detail)
 		}
@@ -96,7 +72,7 @@ func TestStrictNo403(t *testing.T) {
 	// The control's line is needed: a log that lost it (another pod's,
 	// or one the server never wrote) proves nothing.
 	control := do(echoURL + "?status=403&" + echolog.MarkParam + "=" + marks.Control)
-	plain := do(cutConnections(t, false) + mark(marks.Plain))
+	plain := do(probetest.CutConnections(t, false) + mark(marks.Plain))
 	if _, err := JudgeStrictNo403(plain, control, nil, marks); err == nil || !strings.Contains(err.Error(), "cannot show a 403") {
 		t.Errorf("no control line: %v", err)
 	}
@@ -134,7 +110,7 @@ func TestStrictNo403(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cut := do(cutConnections(t, true) + mark(fresh.Plain))
+	cut := do(probetest.CutConnections(t, true) + mark(fresh.Plain))
 	got, err := JudgeStrictNo403(cut, control, answers, fresh)
 	if err != nil {
 		t.Fatal(err)
