@@ -3,7 +3,6 @@ package conntrack
 
 import (
 	"github.com/meshclaims/meshclaims/framework/spec"
-	"github.com/meshclaims/meshclaims/framework/steps"
 )
 
 // Scenario: in a disposable User-Mode Linux VM (its own kernel, so its
@@ -16,6 +15,6 @@ var _ = spec.Declare(spec.Def{
 	Claim:    "conntrack.table-full",
 	Area:     "conntrack",
 	Scenario: "4,000 loopback connects at once in a disposable VM per nf_conntrack_max, counting those not established within 5 s",
-	Needs:    []spec.Need{steps.NeedUMLVM},
-	Measure:  steps.ConntrackTableFull,
+	Needs:    []spec.Need{NeedUMLVM},
+	Measure:  ConntrackTableFull,
 })
