@@ -2,7 +2,6 @@ package authz
 
 import (
 	"github.com/meshclaims/meshclaims/framework/spec"
-	"github.com/meshclaims/meshclaims/framework/steps"
 )
 
 // Policy: AuthorizationPolicy ALLOW from cluster.local/ns/<ns>/sa/good, on
@@ -14,5 +13,5 @@ var _ = spec.Declare(spec.Def{
 	Claim:    "authz.ambient-principals",
 	Area:     "authz",
 	Scenario: "ALLOW sa/good (ztunnel by selector, waypoint by targetRefs); clients as sa/good and sa/bad -> echo",
-	Measure:  steps.Principals,
+	Measure:  Principals,
 })
