@@ -263,7 +263,7 @@ e2e-local: k8s-bin kube-router local-deps istio-images registry ## the none-mode
 # SSE, canary split, churn, proxy usage, T2 orders) against a real local
 # cluster in the no-mesh namespace (about 3 min; by hand, not in CI).
 steps-local-test: k8s-bin kube-router local-deps ## the scenario steps against a real local cluster (root)
-	MESHCLAIMS_LOCAL=1 $(GO) test -count=1 -timeout 30m -run TestStepsOnLocalCluster ./framework/steps/
+	MESHCLAIMS_LOCAL=1 $(GO) test -count=1 -timeout 30m -run TestStepsOnLocalCluster ./suites/all/
 
 # e2e-local-sidecar runs every sidecar-mode spec for real on the local
 # cluster: istiod, pilot-agent and upstream Envoy from make istio-images

@@ -21,7 +21,7 @@ import (
 // dials the address and port the node's status reports), and that without
 // a kubelet Read fails naming the node and the server's reason. The
 // summary's content is tested on the fixture (TestWindowFromSummaries)
-// and on a real kubelet (framework/steps TestStepsOnLocalCluster).
+// and on a real kubelet (suites/all TestStepsOnLocalCluster).
 func TestReadThroughARealAPIServer(t *testing.T) {
 	c := apiserver.ClientsetForTest(t)
 	ctx := context.Background()

@@ -1,4 +1,4 @@
-package steps_test
+package all
 
 import (
 	"context"
