@@ -17,6 +17,7 @@ import (
 	"github.com/meshclaims/meshclaims/framework/stats"
 	"github.com/meshclaims/meshclaims/framework/steps"
 	"github.com/meshclaims/meshclaims/framework/verdict"
+	"github.com/meshclaims/meshclaims/suites/l7"
 )
 
 // TestStepsOnLocalCluster drives the scenario steps that only the Istio
@@ -89,16 +90,16 @@ func TestStepsOnLocalCluster(t *testing.T) {
 		url := "http://" + fixtures.CanaryName + "." + mode.None.Namespace() + ":8080" + fixtures.DebugPath
 		hrRun := run(t, "l7.header-routing")
 		c := scenario.InMeshOf(hrRun, mode.None) // the no-mesh client
-		hr, err := steps.HeaderRouting(ctx, hrRun, c, url)
+		hr, err := l7.HeaderRouting(ctx, hrRun, c, url)
 		if err != nil || hr.Outcome != steps.SplitNotHonoured {
 			t.Errorf("header routing: %+v, %v", hr, err)
 		}
-		pr, err := steps.PathRouting(ctx, run(t, "l7.path-routing"), c, url)
+		pr, err := l7.PathRouting(ctx, run(t, "l7.path-routing"), c, url)
 		if err != nil || pr.Outcome != steps.SplitNotHonoured {
 			t.Errorf("path routing: %+v, %v", pr, err)
 		}
-		rp, err := steps.RetryPolicy(ctx, run(t, "l7.retry-policy"), c, echo("/?"+fixtures.FlakyQuery()))
-		if err != nil || rp.Outcome != steps.RetryNotApplied {
+		rp, err := l7.RetryPolicy(ctx, run(t, "l7.retry-policy"), c, echo("/?"+fixtures.FlakyQuery()))
+		if err != nil || rp.Outcome != l7.RetryNotApplied {
 			t.Errorf("retry policy: %+v, %v", rp, err)
 		}
 		t.Logf("header %s; path %s; retry %s", hr.Detail, pr.Detail, rp.Detail)

@@ -6,7 +6,6 @@ import (
 	"github.com/meshclaims/meshclaims/fixtures"
 	"github.com/meshclaims/meshclaims/framework/scenario"
 	"github.com/meshclaims/meshclaims/framework/spec"
-	"github.com/meshclaims/meshclaims/framework/steps"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
 
@@ -24,6 +23,6 @@ var _ = spec.Declare(spec.Def{
 		if err := scenario.ApplyAndAwait(ctx, r, rule); err != nil {
 			return verdict.Measurement{}, err
 		}
-		return steps.CircuitBreaking(ctx, r)
+		return circuitBreaking(ctx, r)
 	},
 })

@@ -10,7 +10,6 @@ import (
 	"github.com/meshclaims/meshclaims/fixtures"
 	"github.com/meshclaims/meshclaims/framework/scenario"
 	"github.com/meshclaims/meshclaims/framework/spec"
-	"github.com/meshclaims/meshclaims/framework/steps"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
 
@@ -30,6 +29,6 @@ var _ = spec.Declare(spec.Def{
 			return verdict.Measurement{}, err
 		}
 		url := fmt.Sprintf("http://%s.%s:%d/debug", fixtures.CanaryName, r.Namespace(), fixtures.EchoHTTPPort)
-		return steps.HeaderRouting(ctx, r, scenario.InMesh(r), url)
+		return HeaderRouting(ctx, r, scenario.InMesh(r), url)
 	},
 })

@@ -2,7 +2,6 @@ package l7
 
 import (
 	"github.com/meshclaims/meshclaims/framework/spec"
-	"github.com/meshclaims/meshclaims/framework/steps"
 )
 
 // Policy: HTTPRoute on echo-canary, every request to echo-v1 with a copy to
@@ -13,5 +12,5 @@ var _ = spec.Declare(spec.Def{
 	Claim:    "l7.mirroring",
 	Area:     "l7",
 	Scenario: "HTTPRoute echo-canary -> echo-v1, mirror to echo-v2; 200 marked calls; copies counted in the versions' logs",
-	Measure:  steps.Mirroring,
+	Measure:  mirroring,
 })

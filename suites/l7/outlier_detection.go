@@ -2,7 +2,6 @@ package l7
 
 import (
 	"github.com/meshclaims/meshclaims/framework/spec"
-	"github.com/meshclaims/meshclaims/framework/steps"
 )
 
 // Policy: DestinationRule on echo-outlier ejecting an endpoint after one
@@ -14,5 +13,5 @@ var _ = spec.Declare(spec.Def{
 	Claim:    "l7.outlier-detection",
 	Area:     "l7",
 	Scenario: "echo-outlier (healthy + failing pod); DestinationRule outlierDetection consecutive5xxErrors 1; 200 calls, share of 500",
-	Measure:  steps.OutlierDetection,
+	Measure:  outlierDetection,
 })

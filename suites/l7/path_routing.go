@@ -7,7 +7,6 @@ import (
 	"github.com/meshclaims/meshclaims/fixtures"
 	"github.com/meshclaims/meshclaims/framework/scenario"
 	"github.com/meshclaims/meshclaims/framework/spec"
-	"github.com/meshclaims/meshclaims/framework/steps"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
 
@@ -26,6 +25,6 @@ var _ = spec.Declare(spec.Def{
 			return verdict.Measurement{}, err
 		}
 		url := fmt.Sprintf("http://%s.%s:%d%s", fixtures.CanaryName, r.Namespace(), fixtures.EchoHTTPPort, fixtures.DebugPath)
-		return steps.PathRouting(ctx, r, scenario.InMesh(r), url)
+		return PathRouting(ctx, r, scenario.InMesh(r), url)
 	},
 })

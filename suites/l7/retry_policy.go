@@ -7,7 +7,6 @@ import (
 	"github.com/meshclaims/meshclaims/fixtures"
 	"github.com/meshclaims/meshclaims/framework/scenario"
 	"github.com/meshclaims/meshclaims/framework/spec"
-	"github.com/meshclaims/meshclaims/framework/steps"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
 
@@ -25,6 +24,6 @@ var _ = spec.Declare(spec.Def{
 			return verdict.Measurement{}, err
 		}
 		url := fmt.Sprintf("http://%s.%s:%d/?%s", fixtures.EchoName, r.Namespace(), fixtures.EchoHTTPPort, fixtures.FlakyQuery())
-		return steps.RetryPolicy(ctx, r, scenario.InMesh(r), url)
+		return RetryPolicy(ctx, r, scenario.InMesh(r), url)
 	},
 })

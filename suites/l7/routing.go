@@ -1,4 +1,4 @@
-package steps
+package l7
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"github.com/meshclaims/meshclaims/fixtures"
 	"github.com/meshclaims/meshclaims/framework/probe"
 	"github.com/meshclaims/meshclaims/framework/spec"
+	"github.com/meshclaims/meshclaims/framework/steps"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
 
@@ -23,15 +24,15 @@ var (
 
 // HeaderRouting makes both sets of calls from client c to url.
 func HeaderRouting(ctx context.Context, r *spec.Run, c probe.Client, url string) (verdict.Measurement, error) {
-	with, pods, err := SplitCalls(ctx, r, c, url, fixtures.CanaryHeader+":"+fixtures.CanaryV2)
+	with, pods, err := steps.SplitCalls(ctx, r, c, url, fixtures.CanaryHeader+":"+fixtures.CanaryV2)
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
-	without, _, err := SplitCalls(ctx, r, c, url)
+	without, _, err := steps.SplitCalls(ctx, r, c, url)
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
-	got, err := JudgeHeaderRouting(with, without, pods)
+	got, err := judgeHeaderRouting(with, without, pods)
 	if err != nil {
 		return verdict.Measurement{}, fmt.Errorf("header routing on %s: %w", url, err)
 	}
@@ -39,16 +40,16 @@ func HeaderRouting(ctx context.Context, r *spec.Run, c probe.Client, url string)
 	return got, nil
 }
 
-// JudgeHeaderRouting judges the two tallies (answers by version) against
+// judgeHeaderRouting judges the two tallies (answers by version) against
 // the ready pods of each version: honoured when both sets are honoured,
 // not-honoured when both show the replica share, otherwise no outcome
 // (inconclusive) with both shares in Detail.
-func JudgeHeaderRouting(with, without, pods SplitTally) (verdict.Measurement, error) {
-	a, err := JudgeSplit(with.V1, with.V2, headerToV2, pods.V1, pods.V2)
+func judgeHeaderRouting(with, without, pods steps.SplitTally) (verdict.Measurement, error) {
+	a, err := steps.JudgeSplit(with.V1, with.V2, headerToV2, pods.V1, pods.V2)
 	if err != nil {
 		return verdict.Measurement{}, fmt.Errorf("calls with %s: %w", fixtures.CanaryHeader, err)
 	}
-	b, err := JudgeSplit(without.V1, without.V2, noHeaderToV1, pods.V1, pods.V2)
+	b, err := steps.JudgeSplit(without.V1, without.V2, noHeaderToV1, pods.V1, pods.V2)
 	if err != nil {
 		return verdict.Measurement{}, fmt.Errorf("calls without %s: %w", fixtures.CanaryHeader, err)
 	}
@@ -79,11 +80,11 @@ var pathToV2 = fixtures.Split{V1: 0, V2: 100}
 // that page names the answering pod) and judges v2's share against the
 // route's 100% and the replica share.
 func PathRouting(ctx context.Context, r *spec.Run, c probe.Client, url string) (verdict.Measurement, error) {
-	tally, pods, err := SplitCalls(ctx, r, c, url)
+	tally, pods, err := steps.SplitCalls(ctx, r, c, url)
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
-	got, err := JudgeSplit(tally.V1, tally.V2, pathToV2, pods.V1, pods.V2)
+	got, err := steps.JudgeSplit(tally.V1, tally.V2, pathToV2, pods.V1, pods.V2)
 	if err != nil {
 		return verdict.Measurement{}, fmt.Errorf("path routing on %s: %w", url, err)
 	}

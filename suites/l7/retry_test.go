@@ -1,4 +1,4 @@
-package steps
+package l7
 
 import (
 	"strings"
@@ -49,11 +49,11 @@ func TestRetryPolicyJudged(t *testing.T) {
 		{"two thirds: above the server's share by both intervals", 140, mode.AmbientL4, verdict.Inconclusive},
 	}
 	for _, k := range cases {
-		failed, total, err := CountFlaky(flakyResults(RetryPolicyRequests, k.n500), RetryPolicyRequests)
+		failed, total, err := countFlaky(flakyResults(retryPolicyRequests, k.n500), retryPolicyRequests)
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := JudgeRetryPolicy(failed, total)
+		got, err := judgeRetryPolicy(failed, total)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -62,16 +62,16 @@ func TestRetryPolicyJudged(t *testing.T) {
 		}
 	}
 	// Broken measurements: too few calls, an answer neither 200 nor 500.
-	if _, _, err := CountFlaky(flakyResults(150, 10), RetryPolicyRequests); err == nil || !strings.Contains(err.Error(), "150 of 200") {
+	if _, _, err := countFlaky(flakyResults(150, 10), retryPolicyRequests); err == nil || !strings.Contains(err.Error(), "150 of 200") {
 		t.Errorf("too few calls: %v", err)
 	}
-	odd := flakyResults(RetryPolicyRequests, 10)
+	odd := flakyResults(retryPolicyRequests, 10)
 	odd[5].Result = wp.Result{Cause: "reset", Error: "read: connection reset by peer"}
 	odd[5].Outcome, odd[5].Detail = probe.Outcome(odd[5].Result)
-	if _, _, err := CountFlaky(odd, RetryPolicyRequests); err == nil || !strings.Contains(err.Error(), "no-http-response") {
+	if _, _, err := countFlaky(odd, retryPolicyRequests); err == nil || !strings.Contains(err.Error(), "no-http-response") {
 		t.Errorf("a reset among the answers: %v", err)
 	}
-	if _, err := JudgeRetryPolicy(0, 0); err == nil {
+	if _, err := judgeRetryPolicy(0, 0); err == nil {
 		t.Error("no calls judged")
 	}
 }

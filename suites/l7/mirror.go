@@ -1,4 +1,4 @@
-package steps
+package l7
 
 import (
 	"context"
@@ -12,36 +12,37 @@ import (
 	"github.com/meshclaims/meshclaims/framework/scenario"
 	"github.com/meshclaims/meshclaims/framework/spec"
 	"github.com/meshclaims/meshclaims/framework/stats"
+	"github.com/meshclaims/meshclaims/framework/steps"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
 
 // Mirroring is counted where the copies land: in the servers' own logs.
-// Each call asks echo for MirrorStatus, an error answer, so every echo that
+// Each call asks echo for mirrorStatus, an error answer, so every echo that
 // serves it (v1 the primary, v2 a copy) logs it (echo.ErrorAnswerMsg), with
 // the spec's mark in the query. With the route applied, v1 logs every call
 // and v2 a copy of each; without an L7 proxy the Service spreads the calls
 // themselves over both versions and the two logs add up to the calls.
 // copies = v1 + v2 - calls is what is judged.
 
-// MirrorStatus is the status the mirrored calls ask echo for (fortio's
+// mirrorStatus is the status the mirrored calls ask echo for (fortio's
 // ?status=): an error so echo logs it, and one no retry policy retries
 // (Istio's default retries no status code; a 5xx could be).
-const MirrorStatus = 418
+const mirrorStatus = 418
 
 // Thresholds on the copied share: Envoy mirrors every request at the
 // filter's default, so "mirrored" asks the share's 95% interval to lie
-// above MirrorCopied; "not mirrored" below MirrorNone (200 calls with no
+// above mirrorCopied; "not mirrored" below mirrorNone (200 calls with no
 // copy give an upper bound of 1.9%).
 const (
-	MirrorCopied = 0.9
-	MirrorNone   = 0.05
+	mirrorCopied = 0.9
+	mirrorNone   = 0.05
 )
 
-// Mirroring applies fixtures.CanaryMirrorRoute, makes SplitRequests calls
+// mirroring applies fixtures.CanaryMirrorRoute, makes SplitRequests calls
 // from the in-mesh client to echo-canary, each marked and asking for
-// MirrorStatus on a fresh connection, and counts the marked lines in the
-// logs of echo-v1's and echo-v2's pods (JudgeMirror).
-func Mirroring(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
+// mirrorStatus on a fresh connection, and counts the marked lines in the
+// logs of echo-v1's and echo-v2's pods (judgeMirror).
+func mirroring(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
 	m, err := scenario.ClusterOf(r)
 	if err != nil {
 		return verdict.Measurement{}, err
@@ -51,17 +52,17 @@ func Mirroring(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
 		return verdict.Measurement{}, err
 	}
 	mark := fmt.Sprintf("mirror-%s-%d", r.Env.Config.RunID, time.Now().UnixNano())
-	url := fmt.Sprintf("http://%s.%s:%d/?status=%d&%s=%s", fixtures.CanaryName, r.Namespace(), fixtures.EchoHTTPPort, MirrorStatus, echolog.MarkParam, mark)
+	url := fmt.Sprintf("http://%s.%s:%d/?status=%d&%s=%s", fixtures.CanaryName, r.Namespace(), fixtures.EchoHTTPPort, mirrorStatus, echolog.MarkParam, mark)
 	since := time.Now().Add(-echolog.LogClockSlack)
 	var results []probe.Result
 	err = probe.Forward(ctx, m.Kube, scenario.InMesh(r), func(base string) (err error) {
-		results, err = probe.ManyVia(ctx, base, url, SplitRequests, r.Env.Config.Timeouts.Probe)
+		results, err = probe.ManyVia(ctx, base, url, steps.SplitRequests, r.Env.Config.Timeouts.Probe)
 		return err
 	})
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
-	want := fmt.Sprintf("http-%d", MirrorStatus)
+	want := fmt.Sprintf("http-%d", mirrorStatus)
 	for i, res := range results {
 		if res.Outcome != want {
 			return verdict.Measurement{}, fmt.Errorf("mirrored call %d of %d got %s %s, not the %s asked for: the calls themselves fail", i+1, len(results), res.Outcome, res.Detail, want)
@@ -96,7 +97,7 @@ func Mirroring(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
 	if v1, v2, err = count(); err != nil {
 		return verdict.Measurement{}, err
 	}
-	got, err := JudgeMirror(calls, v1, v2)
+	got, err := judgeMirror(calls, v1, v2)
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
@@ -125,13 +126,13 @@ func markedLines(ctx context.Context, r *spec.Run, v, mark string, since time.Ti
 		if err != nil {
 			return 0, fmt.Errorf("pod %s's log: %w", p.Name, err)
 		}
-		n += CountMarked(answers, mark)
+		n += countMarked(answers, mark)
 	}
 	return n, nil
 }
 
-// CountMarked counts the answers whose request carried mark.
-func CountMarked(answers []echolog.ErrorAnswer, mark string) int64 {
+// countMarked counts the answers whose request carried mark.
+func countMarked(answers []echolog.ErrorAnswer, mark string) int64 {
 	var n int64
 	for _, a := range answers {
 		if strings.Contains(a.URI, echolog.MarkParam+"="+mark) {
@@ -141,12 +142,12 @@ func CountMarked(answers []echolog.ErrorAnswer, mark string) int64 {
 	return n
 }
 
-// JudgeMirror judges the marked lines of v1 and v2 against the calls:
+// judgeMirror judges the marked lines of v1 and v2 against the calls:
 // fewer lines than calls is an incomplete log, more than two per call is
 // not what any route does (both errors); otherwise the copied share,
-// (v1 + v2 - calls) / calls, is honoured above MirrorCopied, not-honoured
-// below MirrorNone, inconclusive between.
-func JudgeMirror(calls, v1, v2 int64) (verdict.Measurement, error) {
+// (v1 + v2 - calls) / calls, is honoured above mirrorCopied, not-honoured
+// below mirrorNone, inconclusive between.
+func judgeMirror(calls, v1, v2 int64) (verdict.Measurement, error) {
 	if calls <= 0 {
 		return verdict.Measurement{}, fmt.Errorf("%d calls: nothing to judge", calls)
 	}
@@ -163,12 +164,12 @@ func JudgeMirror(calls, v1, v2 int64) (verdict.Measurement, error) {
 	}
 	out, why := "", "inconclusive: "
 	switch {
-	case share.CI.Low > MirrorCopied:
-		out, why = SplitHonoured, ""
-	case share.CI.High < MirrorNone:
-		out, why = SplitNotHonoured, ""
+	case share.CI.Low > mirrorCopied:
+		out, why = steps.SplitHonoured, ""
+	case share.CI.High < mirrorNone:
+		out, why = steps.SplitNotHonoured, ""
 	}
 	return verdict.Measurement{Outcome: out, Count: verdict.Int64(copies), Total: verdict.Int64(calls),
 		Extra:  map[string]float64{"v1_answers": float64(v1), "v2_answers": float64(v2)},
-		Detail: fmt.Sprintf("%s%d calls: echo-v1 logged %d, echo-v2 %d; copies %d, share %s (mirrored above %.0f%%, not below %.0f%%)", why, calls, v1, v2, copies, share, MirrorCopied*100, MirrorNone*100)}, nil
+		Detail: fmt.Sprintf("%s%d calls: echo-v1 logged %d, echo-v2 %d; copies %d, share %s (mirrored above %.0f%%, not below %.0f%%)", why, calls, v1, v2, copies, share, mirrorCopied*100, mirrorNone*100)}, nil
 }

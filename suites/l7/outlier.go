@@ -1,4 +1,4 @@
-package steps
+package l7
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/meshclaims/meshclaims/framework/scenario"
 	"github.com/meshclaims/meshclaims/framework/spec"
 	"github.com/meshclaims/meshclaims/framework/stats"
+	"github.com/meshclaims/meshclaims/framework/steps"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
 
@@ -17,19 +18,19 @@ import (
 // one healthy and one failing endpoint the share without ejection is the
 // failing pod's replica share, 50%; a detector ejecting after one 5xx lets
 // about one through. "Ejected" asks the share's 95% interval to lie below
-// OutlierEjected, "not ejected" above OutlierKept.
+// outlierEjected, "not ejected" above outlierKept.
 const (
-	OutlierEjected = 0.10
-	OutlierKept    = 0.25
+	outlierEjected = 0.10
+	outlierKept    = 0.25
 )
 
-// OutlierDetection deploys echo-outlier (one healthy pod, one failing every
+// outlierDetection deploys echo-outlier (one healthy pod, one failing every
 // plain call), checks that calls through the Service reach both before any
 // rule (the positive control: the failing pod is in the rotation, so a
 // later absence of its 500s is the rule's doing), applies
 // fixtures.EchoOutlierDetection, and judges SplitRequests calls
-// (JudgeOutlier).
-func OutlierDetection(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
+// (judgeOutlier).
+func outlierDetection(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
 	m, err := scenario.ClusterOf(r)
 	if err != nil {
 		return verdict.Measurement{}, err
@@ -53,7 +54,7 @@ func OutlierDetection(ctx context.Context, r *spec.Run) (verdict.Measurement, er
 		if err != nil {
 			return nil, err
 		}
-		return OutlierCodes(results)
+		return outlierCodes(results)
 	}
 	// Both endpoints must be answering through the proxies (a new Service's
 	// endpoints reach them like a pushed config) before the rule.
@@ -71,11 +72,11 @@ func OutlierDetection(ctx context.Context, r *spec.Run) (verdict.Measurement, er
 	if err := scenario.ApplyAndAwait(ctx, r, rule); err != nil {
 		return verdict.Measurement{}, err
 	}
-	codes, err := calls(SplitRequests)
+	codes, err := calls(steps.SplitRequests)
 	if err != nil {
 		return verdict.Measurement{}, fmt.Errorf("calls to %s: %w", url, err)
 	}
-	got, err := JudgeOutlier(codes)
+	got, err := judgeOutlier(codes)
 	if err != nil {
 		return verdict.Measurement{}, fmt.Errorf("calls to %s: %w", url, err)
 	}
@@ -83,9 +84,9 @@ func OutlierDetection(ctx context.Context, r *spec.Run) (verdict.Measurement, er
 	return got, nil
 }
 
-// OutlierCodes tallies the calls' status codes; a call without an HTTP
+// outlierCodes tallies the calls' status codes; a call without an HTTP
 // status, or with a code neither pod answers, is an error naming it.
-func OutlierCodes(results []probe.Result) (map[int]int64, error) {
+func outlierCodes(results []probe.Result) (map[int]int64, error) {
 	codes := map[int]int64{}
 	for i, res := range results {
 		switch res.Status {
@@ -98,10 +99,10 @@ func OutlierCodes(results []probe.Result) (map[int]int64, error) {
 	return codes, nil
 }
 
-// JudgeOutlier: the failing pod's share of the answers, by its 95% Wilson
-// interval: below OutlierEjected honoured (ejected), above OutlierKept
+// judgeOutlier: the failing pod's share of the answers, by its 95% Wilson
+// interval: below outlierEjected honoured (ejected), above outlierKept
 // not-honoured, between inconclusive.
-func JudgeOutlier(codes map[int]int64) (verdict.Measurement, error) {
+func judgeOutlier(codes map[int]int64) (verdict.Measurement, error) {
 	failed, total := codes[fixtures.OutlierFailStatus], codes[http.StatusOK]+codes[fixtures.OutlierFailStatus]
 	if total == 0 {
 		return verdict.Measurement{}, fmt.Errorf("no call answered (codes %v)", codes)
@@ -112,11 +113,11 @@ func JudgeOutlier(codes map[int]int64) (verdict.Measurement, error) {
 	}
 	out, why := "", "inconclusive: "
 	switch {
-	case share.CI.High < OutlierEjected:
-		out, why = SplitHonoured, ""
-	case share.CI.Low > OutlierKept:
-		out, why = SplitNotHonoured, ""
+	case share.CI.High < outlierEjected:
+		out, why = steps.SplitHonoured, ""
+	case share.CI.Low > outlierKept:
+		out, why = steps.SplitNotHonoured, ""
 	}
 	return verdict.Measurement{Outcome: out, Count: verdict.Int64(failed), Total: verdict.Int64(total),
-		Detail: fmt.Sprintf("%sthe failing pod's %d share %s of %d calls (ejected below %.0f%%, kept above %.0f%%)", why, fixtures.OutlierFailStatus, share, total, OutlierEjected*100, OutlierKept*100)}, nil
+		Detail: fmt.Sprintf("%sthe failing pod's %d share %s of %d calls (ejected below %.0f%%, kept above %.0f%%)", why, fixtures.OutlierFailStatus, share, total, outlierEjected*100, outlierKept*100)}, nil
 }

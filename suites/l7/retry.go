@@ -1,4 +1,4 @@
-package steps
+package l7
 
 import (
 	"context"
@@ -9,24 +9,25 @@ import (
 	"github.com/meshclaims/meshclaims/framework/scenario"
 	"github.com/meshclaims/meshclaims/framework/spec"
 	"github.com/meshclaims/meshclaims/framework/stats"
+	"github.com/meshclaims/meshclaims/framework/steps"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
 
-// RetryPolicyRequests is how many flaky calls judge a retry policy: at 200,
+// retryPolicyRequests is how many flaky calls judge a retry policy: at 200,
 // the no-retry share (50%) and the share with three retries (0.5^4 = 6.25%)
 // have 95% intervals of about [43%, 57%] and [3.5%, 11%].
-const RetryPolicyRequests = 200
+const retryPolicyRequests = 200
 
 // Outcomes of the retry-policy detector: the registry's honoured and
 // not-honoured (the policy was applied, or was not).
 const (
-	RetryApplied    = SplitHonoured
-	RetryNotApplied = SplitNotHonoured
+	retryApplied    = steps.SplitHonoured
+	RetryNotApplied = steps.SplitNotHonoured
 )
 
 // RetryPolicy calls echo with fixtures.FlakyQuery (half the answers a 500)
-// RetryPolicyRequests times from client c and judges the share of 500s the
-// client saw (JudgeRetryPolicy). An answer other than 200 or the flaky
+// retryPolicyRequests times from client c and judges the share of 500s the
+// client saw (judgeRetryPolicy). An answer other than 200 or the flaky
 // status is a broken measurement.
 func RetryPolicy(ctx context.Context, r *spec.Run, c probe.Client, url string) (verdict.Measurement, error) {
 	m, err := scenario.ClusterOf(r)
@@ -35,17 +36,17 @@ func RetryPolicy(ctx context.Context, r *spec.Run, c probe.Client, url string) (
 	}
 	var results []probe.Result
 	err = probe.Forward(ctx, m.Kube, c, func(base string) (err error) {
-		results, err = probe.ManyVia(ctx, base, url, RetryPolicyRequests, r.Env.Config.Timeouts.Probe)
+		results, err = probe.ManyVia(ctx, base, url, retryPolicyRequests, r.Env.Config.Timeouts.Probe)
 		return err
 	})
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
-	failed, total, err := CountFlaky(results, RetryPolicyRequests)
+	failed, total, err := countFlaky(results, retryPolicyRequests)
 	if err != nil {
 		return verdict.Measurement{}, fmt.Errorf("flaky calls to %s: %w", url, err)
 	}
-	got, err := JudgeRetryPolicy(failed, total)
+	got, err := judgeRetryPolicy(failed, total)
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
@@ -53,9 +54,9 @@ func RetryPolicy(ctx context.Context, r *spec.Run, c probe.Client, url string) (
 	return got, nil
 }
 
-// CountFlaky counts the flaky status among results; every result must be
+// countFlaky counts the flaky status among results; every result must be
 // 200 or that status, and want results must be there.
-func CountFlaky(results []probe.Result, want int) (failed, total int64, err error) {
+func countFlaky(results []probe.Result, want int) (failed, total int64, err error) {
 	if len(results) < want {
 		return 0, 0, fmt.Errorf("%d of %d calls made", len(results), want)
 	}
@@ -79,13 +80,13 @@ func CountFlaky(results []probe.Result, want int) (failed, total int64, err erro
 	return failed, int64(len(results)), nil
 }
 
-// JudgeRetryPolicy places the 95% Wilson interval of the flaky share the
+// judgeRetryPolicy places the 95% Wilson interval of the flaky share the
 // client saw: entirely below what a single retry leaves (0.5^2 = 25%), the
 // policy's retries were applied; containing the server's own share (50%),
 // nothing retried (or above one retry's share, with the server's share in the
 // wider verdict.Consistency interval); anything else is inconclusive (empty
 // Outcome).
-func JudgeRetryPolicy(failed, total int64) (verdict.Measurement, error) {
+func judgeRetryPolicy(failed, total int64) (verdict.Measurement, error) {
 	if total == 0 {
 		return verdict.Measurement{}, fmt.Errorf("no flaky call was answered")
 	}
@@ -103,7 +104,7 @@ func JudgeRetryPolicy(failed, total int64) (verdict.Measurement, error) {
 	out, why := "", ""
 	switch {
 	case share.CI.High < oneRetry:
-		out = RetryApplied
+		out = retryApplied
 	case share.CI.Contains(server):
 		out = RetryNotApplied
 	case share.CI.Low > oneRetry && wide.CI.Contains(server):

@@ -1,4 +1,4 @@
-package steps
+package l7
 
 import (
 	"context"
@@ -19,6 +19,7 @@ import (
 	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/probe"
 	"github.com/meshclaims/meshclaims/framework/probe/probetest"
+	"github.com/meshclaims/meshclaims/framework/steps"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
 
@@ -81,23 +82,23 @@ func TestOutlierJudgedOnEchoPods(t *testing.T) {
 	run := func(front string) verdict.Measurement {
 		t.Helper()
 		var results []probe.Result
-		for i := 0; i < SplitRequests; i++ {
+		for i := 0; i < steps.SplitRequests; i++ {
 			r := probe.Result{Result: wp.Do(context.Background(), http.MethodGet, front+"/", nil, 5*time.Second)}
 			r.Outcome, r.Detail = probe.Outcome(r.Result)
 			results = append(results, r)
 		}
-		codes, err := OutlierCodes(results)
+		codes, err := outlierCodes(results)
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := JudgeOutlier(codes)
+		got, err := judgeOutlier(codes)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return got
 	}
 	ejected := run(ejectingProxy(t, failing.URL(), healthy.URL()))
-	if ejected.Outcome != SplitHonoured {
+	if ejected.Outcome != steps.SplitHonoured {
 		t.Fatalf("ejecting proxy: %s", ejected.Detail)
 	}
 	for _, m := range []mode.Mode{mode.Sidecar, mode.AmbientL7} {
@@ -109,7 +110,7 @@ func TestOutlierJudgedOnEchoPods(t *testing.T) {
 		t.Errorf("ztunnel ejecting: %s", v.Result)
 	}
 	kept := run(l4Balancer(t, failing.URL(), healthy.URL()))
-	if kept.Outcome != SplitNotHonoured {
+	if kept.Outcome != steps.SplitNotHonoured {
 		t.Fatalf("L4 balancer: %s", kept.Detail)
 	}
 	if v := verdict.Judge(c, mode.AmbientL4, kept); v.Result != verdict.Reproduced {
@@ -120,15 +121,15 @@ func TestOutlierJudgedOnEchoPods(t *testing.T) {
 	}
 	// 15% failing decides nothing; a call without a status, or a code
 	// neither pod answers, breaks the measurement.
-	if got, _ := JudgeOutlier(map[int]int64{200: 170, 500: 30}); got.Outcome != "" {
+	if got, _ := judgeOutlier(map[int]int64{200: 170, 500: 30}); got.Outcome != "" {
 		t.Errorf("15%%: %q", got.Outcome)
 	}
 	cut := probe.Result{Result: wp.Do(context.Background(), http.MethodGet, probetest.CutConnections(t, true), nil, 5*time.Second)}
 	cut.Outcome, cut.Detail = probe.Outcome(cut.Result)
-	if _, err := OutlierCodes([]probe.Result{cut}); err == nil || !strings.Contains(err.Error(), "no-http-response") {
+	if _, err := outlierCodes([]probe.Result{cut}); err == nil || !strings.Contains(err.Error(), "no-http-response") {
 		t.Errorf("cut call: %v", err)
 	}
-	if _, err := JudgeOutlier(map[int]int64{}); err == nil {
+	if _, err := judgeOutlier(map[int]int64{}); err == nil {
 		t.Error("no calls judged")
 	}
 }

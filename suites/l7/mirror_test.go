@@ -1,4 +1,4 @@
-package steps
+package l7
 
 import (
 	"context"
@@ -21,6 +21,7 @@ import (
 	"github.com/meshclaims/meshclaims/framework/echolog"
 	"github.com/meshclaims/meshclaims/framework/echolog/echologtest"
 	"github.com/meshclaims/meshclaims/framework/mode"
+	"github.com/meshclaims/meshclaims/framework/steps"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
 
@@ -106,8 +107,8 @@ func TestMirrorJudgedOnEchoLogs(t *testing.T) {
 	run := func(front, mark string) verdict.Measurement {
 		t.Helper()
 		u := front + "/?status=418&" + echolog.MarkParam + "=" + mark
-		for i := 0; i < SplitRequests; i++ {
-			if res := wp.Do(context.Background(), http.MethodGet, u, nil, 5*time.Second); res.Status != MirrorStatus {
+		for i := 0; i < steps.SplitRequests; i++ {
+			if res := wp.Do(context.Background(), http.MethodGet, u, nil, 5*time.Second); res.Status != mirrorStatus {
 				t.Fatalf("call %d: %+v", i, res)
 			}
 		}
@@ -115,19 +116,19 @@ func TestMirrorJudgedOnEchoLogs(t *testing.T) {
 		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 			a1, _ := echolog.ParseErrorAnswers(log1.String())
 			a2, _ := echolog.ParseErrorAnswers(log2.String())
-			a, b = CountMarked(a1, mark), CountMarked(a2, mark)
-			if a+b >= 2*SplitRequests || (strings.HasPrefix(mark, "l4") && a+b >= SplitRequests) {
+			a, b = countMarked(a1, mark), countMarked(a2, mark)
+			if a+b >= 2*steps.SplitRequests || (strings.HasPrefix(mark, "l4") && a+b >= steps.SplitRequests) {
 				break
 			}
 		}
-		got, err := JudgeMirror(SplitRequests, a, b)
+		got, err := judgeMirror(steps.SplitRequests, a, b)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return got
 	}
 	mirrored := run(mirrorProxy(t, v1.URL(), v2.URL()), "l7-1")
-	if mirrored.Outcome != SplitHonoured {
+	if mirrored.Outcome != steps.SplitHonoured {
 		t.Fatalf("mirror: %s", mirrored.Detail)
 	}
 	for _, m := range []mode.Mode{mode.Sidecar, mode.AmbientL7} {
@@ -139,7 +140,7 @@ func TestMirrorJudgedOnEchoLogs(t *testing.T) {
 		t.Errorf("ztunnel mirroring: %s", v.Result)
 	}
 	spread := run(l4Balancer(t, v1.URL(), v2.URL()), "l4-1")
-	if spread.Outcome != SplitNotHonoured || *spread.Count != 0 {
+	if spread.Outcome != steps.SplitNotHonoured || *spread.Count != 0 {
 		t.Fatalf("L4 balancer: %s", spread.Detail)
 	}
 	if v := verdict.Judge(c, mode.AmbientL4, spread); v.Result != verdict.Reproduced {
@@ -150,13 +151,13 @@ func TestMirrorJudgedOnEchoLogs(t *testing.T) {
 	}
 	// Half the calls copied decides nothing; a log short of the calls,
 	// or over two lines a call, is a broken measurement.
-	if got, _ := JudgeMirror(200, 200, 100); got.Outcome != "" {
+	if got, _ := judgeMirror(200, 200, 100); got.Outcome != "" {
 		t.Errorf("half copied: %q", got.Outcome)
 	}
-	if _, err := JudgeMirror(200, 120, 70); err == nil || !strings.Contains(err.Error(), "incomplete") {
+	if _, err := judgeMirror(200, 120, 70); err == nil || !strings.Contains(err.Error(), "incomplete") {
 		t.Errorf("short log: %v", err)
 	}
-	if _, err := JudgeMirror(200, 250, 200); err == nil {
+	if _, err := judgeMirror(200, 250, 200); err == nil {
 		t.Error("three lines a call judged")
 	}
 }

@@ -1,4 +1,4 @@
-package steps
+package l7
 
 import (
 	"strings"
@@ -9,6 +9,7 @@ import (
 	"github.com/meshclaims/meshclaims/framework/fortioresult/fortiotest"
 	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/spec"
+	"github.com/meshclaims/meshclaims/framework/steps"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
 
@@ -21,7 +22,7 @@ import (
 func TestBreakerJudgedOnFortioRuns(t *testing.T) {
 	c := claimstest.Claim(t, "l7.circuit-breaking")
 	r := spec.NewRun(c, mode.Sidecar, &spec.Env{Config: &config.Config{DurationScale: 1}}, nil)
-	s, err := SetupLoad(r, "http://echo/", BreakerFloor)
+	s, err := steps.SetupLoad(r, "http://echo/", breakerFloor)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,14 +30,14 @@ func TestBreakerJudgedOnFortioRuns(t *testing.T) {
 		t.Fatalf("breaker load %+v, want the setup's 200 qps x 16", s)
 	}
 	s.AllowInitialErrors = true
-	s.Duration = BreakerFloor // the shortest run the spec makes: zero 503s must decide there
+	s.Duration = breakerFloor // the shortest run the spec makes: zero 503s must decide there
 
 	quiet := fortiotest.RunSpec(t, "breaker-l4", s, "delay=20ms")
-	got, err := JudgeBreaker(quiet.Result.RetCodes)
+	got, err := judgeBreaker(quiet.Result.RetCodes)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Outcome != SplitNotHonoured {
+	if got.Outcome != steps.SplitNotHonoured {
 		t.Fatalf("all-200 run: %s", got.Detail)
 	}
 	if v := verdict.Judge(c, mode.AmbientL4, got); v.Result != verdict.Reproduced {
@@ -47,11 +48,11 @@ func TestBreakerJudgedOnFortioRuns(t *testing.T) {
 	}
 
 	tripped := fortiotest.RunSpec(t, "breaker-l7", s, "delay=20ms&status=503:60")
-	got, err = JudgeBreaker(tripped.Result.RetCodes)
+	got, err = judgeBreaker(tripped.Result.RetCodes)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Outcome != SplitHonoured {
+	if got.Outcome != steps.SplitHonoured {
 		t.Fatalf("60%% 503 run: %s", got.Detail)
 	}
 	if v := verdict.Judge(c, mode.Sidecar, got); v.Result != verdict.Reproduced {
@@ -62,13 +63,13 @@ func TestBreakerJudgedOnFortioRuns(t *testing.T) {
 	}
 
 	// A few 503s (2%) decide nothing; a -1 or another code is a broken run.
-	if got, _ := JudgeBreaker(map[int]int64{200: 980, 503: 20}); got.Outcome != "" {
+	if got, _ := judgeBreaker(map[int]int64{200: 980, 503: 20}); got.Outcome != "" {
 		t.Errorf("2%% 503s: %q", got.Outcome)
 	}
-	if _, err := JudgeBreaker(map[int]int64{200: 990, -1: 10}); err == nil || !strings.Contains(err.Error(), "code -1") {
+	if _, err := judgeBreaker(map[int]int64{200: 990, -1: 10}); err == nil || !strings.Contains(err.Error(), "code -1") {
 		t.Errorf("-1s: %v", err)
 	}
-	if _, err := JudgeBreaker(map[int]int64{}); err == nil {
+	if _, err := judgeBreaker(map[int]int64{}); err == nil {
 		t.Error("no answers judged")
 	}
 }
