@@ -13,5 +13,5 @@ var _ = spec.Declare(spec.Def{
 	Claim:    "authz.ambient-principals",
 	Area:     "authz",
 	Scenario: "ALLOW sa/good (ztunnel by selector, waypoint by targetRefs); clients as sa/good and sa/bad -> echo",
-	Measure:  Principals,
+	Measure:  principals,
 })

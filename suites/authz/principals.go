@@ -12,14 +12,14 @@ import (
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
 
-// RBACDeniedBody is the body of Envoy's RBAC filter's local reply: a 403
+// rbacDeniedBody is the body of Envoy's RBAC filter's local reply: a 403
 // with it came from the proxy's policy, not from the app.
-const RBACDeniedBody = "RBAC: access denied"
+const rbacDeniedBody = "RBAC: access denied"
 
-// Principals applies the ALLOW-sa/good policy as r's mode enforces it
+// principals applies the ALLOW-sa/good policy as r's mode enforces it
 // (fixtures.AuthzAllowGoodFor), waits until the enforcer carries it, and
-// calls echo as service account good, then as bad (JudgePrincipals).
-func Principals(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
+// calls echo as service account good, then as bad (judgePrincipals).
+func principals(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
 	policy := fixtures.AuthzAllowGoodFor(scenario.Target(r), r.Mode)
 	if err := scenario.ApplyAndAwait(ctx, r, policy); err != nil {
 		return verdict.Measurement{}, err
@@ -32,26 +32,26 @@ func Principals(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
-	got := JudgePrincipals(good, bad)
+	got := judgePrincipals(good, bad)
 	r.Logf("principals: %s", got.Detail)
 	return got, nil
 }
 
-// JudgePrincipals: the allowed caller's 200 is the positive control (a
+// judgePrincipals: the allowed caller's 200 is the positive control (a
 // policy, or a path, that refuses everyone is not enforcement of a
 // principal), so without it the outcome names what good got. Otherwise the
 // outcome is what the denied caller got, with a 403 counted as the
 // policy's only when it is Envoy's RBAC reply; ztunnel's refusal (ambient
 // L4) has no HTTP status at all.
-func JudgePrincipals(good, bad probe.Result) verdict.Measurement {
+func judgePrincipals(good, bad probe.Result) verdict.Measurement {
 	detail := fmt.Sprintf("sa/good: %s %s; sa/bad: %s %s", good.Outcome, good.Detail, bad.Outcome, bad.Detail)
 	if good.Outcome != "http-200" {
 		return verdict.Measurement{Outcome: "allowed caller refused (" + good.Outcome + ")", Detail: detail}
 	}
 	out := bad.Outcome
-	if out == "http-403" && !strings.Contains(bad.Body, RBACDeniedBody) {
+	if out == "http-403" && !strings.Contains(bad.Body, rbacDeniedBody) {
 		out = "http-403 not from RBAC"
-		detail += fmt.Sprintf("; the 403's body %q is not Envoy's %q", bad.Body, RBACDeniedBody)
+		detail += fmt.Sprintf("; the 403's body %q is not Envoy's %q", bad.Body, rbacDeniedBody)
 	}
 	return verdict.Measurement{Outcome: out, Detail: detail}
 }

@@ -38,7 +38,7 @@ func TestPrincipalsJudged(t *testing.T) {
 		w.Header().Set("Content-Type", "text/plain")
 		w.Header().Set("Server", "istio-envoy")
 		w.WriteHeader(http.StatusForbidden)
-		io.WriteString(w, RBACDeniedBody)
+		io.WriteString(w, rbacDeniedBody)
 	}))
 	t.Cleanup(rbac.Close)
 	do := func(url string) probe.Result {
@@ -68,7 +68,7 @@ func TestPrincipalsJudged(t *testing.T) {
 		{"sa/good refused by the waypoint", mode.AmbientL7, envoy403, envoy403, verdict.NotReproduced},
 	}
 	for _, tc := range cases {
-		got := JudgePrincipals(tc.good, tc.bad)
+		got := judgePrincipals(tc.good, tc.bad)
 		if v := verdict.Judge(c, tc.m, got); v.Result != tc.want {
 			t.Errorf("%s [%s]: %s, want %s (%s; %s)", tc.name, tc.m, v.Result, tc.want, got.Outcome, got.Detail)
 		}

@@ -14,31 +14,31 @@ import (
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
 
-// ConntrackQuietBelow is HYBRID's wait before each run: until the table
+// conntrackQuietBelow is HYBRID's wait before each run: until the table
 // holds fewer than 500 entries ('テスト前に既存のエントリが500件未満に減るのを待機').
-const ConntrackQuietBelow = 500
+const conntrackQuietBelow = 500
 
 // findUML finds the VM layer; a variable so a test can take it away.
 var findUML = umlvm.Find
 
-// NeedUMLVM requires the disposable VM layer conntrack.table-full runs in:
+// needUMLVM requires the disposable VM layer conntrack.table-full runs in:
 // Debian's user-mode-linux kernel and its modules. A layer need: the
 // host's own nf_conntrack_max is shared (and read-only inside a network
 // namespace), so without the VM the claim cannot be measured here, and
 // the verdict is inconclusive naming what to install, never "not
 // reproduced".
-var NeedUMLVM = spec.Need{Name: "uml-vm", Layer: true, Check: func(context.Context, *spec.Run) error {
+var needUMLVM = spec.Need{Name: "uml-vm", Layer: true, Check: func(context.Context, *spec.Run) error {
 	_, err := findUML()
 	return err
 }}
 
-// ConntrackTableFull measures HYBRID's full conntrack table: for every
+// conntrackTableFull measures HYBRID's full conntrack table: for every
 // nf_conntrack_max the claim documents, one disposable VM in which the
 // table is let drain below 500 entries, the limit is set and the claim's
 // connections are opened at once on loopback, each bounded by the 5 s
 // connect timeout. One measurement per limit (the connects not
 // established of those opened), judged each against its limit's figure.
-func ConntrackTableFull(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
+func conntrackTableFull(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
 	k, err := findUML()
 	if err != nil {
 		return verdict.Measurement{}, err
@@ -66,7 +66,7 @@ func ConntrackTableFull(ctx context.Context, r *spec.Run) (verdict.Measurement, 
 	for _, u := range doc.Variants() {
 		out, err := conntrackvm.Run(ctx, conntrackvm.Options{Kernel: k, Init: initBin, Timeout: to.VMRun, Fill: conntrackfill.Params{
 			Limit: u.ConntrackMax, Connections: n, ConnectTimeout: to.ConntrackConnect,
-			QuietBelow: ConntrackQuietBelow, QuietPoll: to.VMQuietPoll, QuietTimeout: to.VMQuiet,
+			QuietBelow: conntrackQuietBelow, QuietPoll: to.VMQuietPoll, QuietTimeout: to.VMQuiet,
 		}})
 		if err != nil {
 			return verdict.Measurement{}, fmt.Errorf("nf_conntrack_max %d: %w", u.ConntrackMax, err)
@@ -85,7 +85,7 @@ func ConntrackTableFull(ctx context.Context, r *spec.Run) (verdict.Measurement, 
 	r.SetWhere("a disposable VM: %s (not the suite's cluster)", k)
 	got.Detail = fmt.Sprintf("in a UML %s VM", k.Release)
 	r.SetSetup("in a disposable VM, not the cluster: %s, its own kernel and init network namespace; nf_conntrack with enable_hooks=1; %d loopback connects at once per limit, %s connect timeout, after the table held < %d entries. %s",
-		k, n, to.ConntrackConnect, ConntrackQuietBelow, strings.Join(runs, "; "))
+		k, n, to.ConntrackConnect, conntrackQuietBelow, strings.Join(runs, "; "))
 	return got, nil
 }
 

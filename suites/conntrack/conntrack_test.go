@@ -19,7 +19,7 @@ import (
 // never "not reproduced"), naming what to install; the measurement then
 // fails with the same error rather than measuring the host.
 func TestNeedUMLVMUnmetWithoutTheLayer(t *testing.T) {
-	if !NeedUMLVM.Layer || NeedUMLVM.Selection {
+	if !needUMLVM.Layer || needUMLVM.Selection {
 		t.Fatal("the VM is the layer's need")
 	}
 	saved := findUML
@@ -28,11 +28,11 @@ func TestNeedUMLVMUnmetWithoutTheLayer(t *testing.T) {
 		return umlvm.Kernel{}, errors.Join(umlvm.ErrMissing, errors.New("no linux.uml on PATH (install Debian's user-mode-linux: make vm-deps, or apt-get install user-mode-linux)"))
 	}
 	r := spec.NewRun(claimstest.Claim(t, "conntrack.table-full"), mode.None, &spec.Env{Config: &config.Config{Timeouts: config.DefaultTimeouts()}}, nil)
-	err := NeedUMLVM.Check(context.Background(), r)
+	err := needUMLVM.Check(context.Background(), r)
 	if !errors.Is(err, umlvm.ErrMissing) || !strings.Contains(err.Error(), "apt-get install user-mode-linux") {
 		t.Fatalf("need: %v", err)
 	}
-	if _, err := ConntrackTableFull(context.Background(), r); !errors.Is(err, umlvm.ErrMissing) {
+	if _, err := conntrackTableFull(context.Background(), r); !errors.Is(err, umlvm.ErrMissing) {
 		t.Fatalf("measure without the layer: %v", err)
 	}
 }
@@ -50,7 +50,7 @@ func TestConntrackTableFullInTheVM(t *testing.T) {
 	}
 	c := claimstest.Claim(t, "conntrack.table-full")
 	r := spec.NewRun(c, mode.None, &spec.Env{Config: &config.Config{Timeouts: config.DefaultTimeouts()}}, nil)
-	got, err := ConntrackTableFull(context.Background(), r)
+	got, err := conntrackTableFull(context.Background(), r)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,6 @@ var _ = spec.Declare(spec.Def{
 	Claim:    "conntrack.table-full",
 	Area:     "conntrack",
 	Scenario: "4,000 loopback connects at once in a disposable VM per nf_conntrack_max, counting those not established within 5 s",
-	Needs:    []spec.Need{NeedUMLVM},
-	Measure:  ConntrackTableFull,
+	Needs:    []spec.Need{needUMLVM},
+	Measure:  conntrackTableFull,
 })
