@@ -4,14 +4,10 @@ import (
 	"context"
 	"fmt"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/meshclaims/meshclaims/fixtures"
 	"github.com/meshclaims/meshclaims/framework/mode"
-	"github.com/meshclaims/meshclaims/framework/rollout/deployment"
 	"github.com/meshclaims/meshclaims/framework/scenario"
 	"github.com/meshclaims/meshclaims/framework/spec"
 	"github.com/meshclaims/meshclaims/framework/verdict"
@@ -36,7 +32,7 @@ func LateInjection(ctx context.Context, r *spec.Run) (verdict.Measurement, error
 	t := fixtures.Target{Namespace: fixtures.LateInjectionNamespace, Run: run}
 	timeouts := r.Env.Config.Timeouts
 	echo := fixtures.LateEcho(t, img)
-	before, err := runningEcho(ctx, r, fixtures.LateNamespace(run, false, m.Options.SidecarRevision), echo)
+	before, err := RunningEcho(ctx, r, fixtures.LateNamespace(run, false, m.Options.SidecarRevision), echo)
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
@@ -53,11 +49,11 @@ func LateInjection(ctx context.Context, r *spec.Run) (verdict.Measurement, error
 	if err := m.Kube.WaitAvailable(ctx, t.Namespace, timeouts.WorkloadsReady, control.Name); err != nil {
 		return verdict.Measurement{}, err
 	}
-	created, err := onlyPod(ctx, r, t.Namespace, fixtures.LateControlName, "")
+	created, err := OnlyPod(ctx, r, t.Namespace, fixtures.LateControlName, "")
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
-	again, restarted, err := keptAndRestarted(ctx, r, t.Namespace, echo.Name, before, "the pod started before the label")
+	again, restarted, err := KeptAndRestarted(ctx, r, t.Namespace, echo.Name, before, "the pod started before the label")
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
@@ -67,30 +63,6 @@ func LateInjection(ctx context.Context, r *spec.Run) (verdict.Measurement, error
 	}
 	r.Logf("late injection: %s", got.Detail)
 	return got, nil
-}
-
-// onlyPod is the one Ready, not terminating pod of app in ns other than
-// the pod with UID not (a rollout's old pod stays Ready through its
-// grace period).
-func onlyPod(ctx context.Context, r *spec.Run, ns, app string, not types.UID) (*corev1.Pod, error) {
-	m, err := scenario.ClusterOf(r)
-	if err != nil {
-		return nil, err
-	}
-	pods, err := m.Kube.ReadyPods(ctx, ns, fixtures.LabelApp+"="+app)
-	if err != nil {
-		return nil, err
-	}
-	var out []corev1.Pod
-	for _, p := range pods {
-		if p.DeletionTimestamp == nil && p.UID != not {
-			out = append(out, p)
-		}
-	}
-	if len(out) != 1 {
-		return nil, fmt.Errorf("%s/%s: %d Ready pods (not terminating), want exactly 1", ns, app, len(out))
-	}
-	return &out[0], nil
 }
 
 // JudgeLateInjection: verified when the pod started before the label is,
@@ -120,62 +92,4 @@ func JudgeLateInjection(before, again, created, restarted *corev1.Pod) (verdict.
 		out = "restarted pod not injected"
 	}
 	return verdict.Measurement{Outcome: out, Detail: detail}, nil
-}
-
-// runningEcho applies namespace ns and echo (one replica) in it, waits
-// until echo is available and returns its one pod: the pod that runs
-// before the change a not-retroactive claim makes.
-func runningEcho(ctx context.Context, r *spec.Run, ns *corev1.Namespace, echo *appsv1.Deployment) (*corev1.Pod, error) {
-	m, err := scenario.ClusterOf(r)
-	if err != nil {
-		return nil, err
-	}
-	if err := scenario.Apply(ctx, r, ns, echo); err != nil {
-		return nil, err
-	}
-	if err := m.Kube.WaitAvailable(ctx, echo.Namespace, r.Env.Config.Timeouts.WorkloadsReady, echo.Name); err != nil {
-		return nil, err
-	}
-	return onlyPod(ctx, r, echo.Namespace, fixtures.EchoName, "")
-}
-
-// keptAndRestarted is what a not-retroactive claim compares: pod before
-// of Deployment name as it is now, still running from before the change
-// (read again, for what the change did to it in place), and the pod a
-// rollout restart then makes. what says in an error which pod before is.
-func keptAndRestarted(ctx context.Context, r *spec.Run, ns, name string, before *corev1.Pod, what string) (again, restarted *corev1.Pod, err error) {
-	m, err := scenario.ClusterOf(r)
-	if err != nil {
-		return nil, nil, err
-	}
-	again, err = m.Kube.Client.CoreV1().Pods(ns).Get(ctx, before.Name, metav1.GetOptions{})
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s, %s: %w", what, before.Name, err)
-	}
-	restarted, err = restartedPod(ctx, r, ns, name, before.UID)
-	if err != nil {
-		return nil, nil, err
-	}
-	return again, restarted, nil
-}
-
-// restartedPod restarts Deployment name (kubectl rollout restart), waits
-// for the rollout and returns its one pod, which must not be the pod with
-// UID old.
-func restartedPod(ctx context.Context, r *spec.Run, ns, name string, old types.UID) (*corev1.Pod, error) {
-	m, err := scenario.ClusterOf(r)
-	if err != nil {
-		return nil, err
-	}
-	d, err := deployment.New(m.Kube.Client, ns, name)
-	if err != nil {
-		return nil, err
-	}
-	if err := d.Restart(ctx); err != nil {
-		return nil, err
-	}
-	if err := d.WaitComplete(ctx, r.Env.Config.Timeouts.RolloutComplete); err != nil {
-		return nil, err
-	}
-	return onlyPod(ctx, r, ns, name, old)
 }

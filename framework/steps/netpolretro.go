@@ -165,7 +165,7 @@ func NetPolRetroWith(ctx context.Context, r *spec.Run, enable EnforcementSwitch)
 	r.Touch(t.Namespace)
 	c := scenario.InMeshOf(r, mode.None)
 	echo := fixtures.NetpolRetroEcho(t, img)
-	before, err := runningEcho(ctx, r, fixtures.NetpolRetroNS(run), echo)
+	before, err := RunningEcho(ctx, r, fixtures.NetpolRetroNS(run), echo)
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
@@ -186,7 +186,7 @@ func NetPolRetroWith(ctx context.Context, r *spec.Run, enable EnforcementSwitch)
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
-	again, recreated, err := keptAndRestarted(ctx, r, t.Namespace, echo.Name, before, "the pod that ran before enforcement")
+	again, recreated, err := KeptAndRestarted(ctx, r, t.Namespace, echo.Name, before, "the pod that ran before enforcement")
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
