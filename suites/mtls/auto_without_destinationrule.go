@@ -2,7 +2,6 @@ package mtls
 
 import (
 	"github.com/meshclaims/meshclaims/framework/spec"
-	"github.com/meshclaims/meshclaims/framework/steps"
 )
 
 // Policy: none for echo (no DestinationRule; checked). Scenario: the
@@ -13,5 +12,5 @@ var _ = spec.Declare(spec.Def{
 	Claim:    "mtls.auto-without-destinationrule",
 	Area:     "mtls",
 	Scenario: "no DestinationRule for echo; in-mesh client -> echo /debug; X-Forwarded-Client-Cert URI",
-	Measure:  steps.AutoMTLS,
+	Measure:  autoMTLS,
 })

@@ -2,7 +2,6 @@ package mtls
 
 import (
 	"github.com/meshclaims/meshclaims/framework/spec"
-	"github.com/meshclaims/meshclaims/framework/steps"
 )
 
 // Scenario: in a namespace of the spec's own, an echo pod runs before the
@@ -14,5 +13,5 @@ var _ = spec.Declare(spec.Def{
 	Area:     "mtls",
 	Scenario: "echo running in an unlabelled namespace; label istio-injection=enabled; a pod created after; echo restarted",
 	Slow:     true,
-	Measure:  steps.LateInjection,
+	Measure:  lateInjection,
 })

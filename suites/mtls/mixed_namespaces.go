@@ -3,7 +3,6 @@ package mtls
 import (
 	"github.com/meshclaims/meshclaims/framework/scenario"
 	"github.com/meshclaims/meshclaims/framework/spec"
-	"github.com/meshclaims/meshclaims/framework/steps"
 )
 
 // Needs: at least two meshed modes deployed side by side in this run, and
@@ -18,5 +17,5 @@ var _ = spec.Declare(spec.Def{
 	Area:     "mtls",
 	Scenario: "in-mesh calls across the meshed modes' namespaces both ways under STRICT; plaintext refused",
 	Needs:    []spec.Need{scenario.NeedMeshedModes(2), scenario.NeedSidecarHBONE},
-	Measure:  steps.MixedNamespaces,
+	Measure:  mixedNamespaces,
 })

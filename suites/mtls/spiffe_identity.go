@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/meshclaims/meshclaims/framework/spec"
-	"github.com/meshclaims/meshclaims/framework/steps"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
 
@@ -18,7 +17,7 @@ var _ = spec.Declare(spec.Def{
 	Area:     "mtls",
 	Scenario: "echo's workload certificate and root CA, from the proxy that holds them",
 	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
-		id, err := steps.WorkloadIdentity(ctx, r)
+		id, err := workloadIdentity(ctx, r)
 		if err != nil {
 			return verdict.Measurement{}, err
 		}

@@ -2,7 +2,6 @@ package mtls
 
 import (
 	"github.com/meshclaims/meshclaims/framework/spec"
-	"github.com/meshclaims/meshclaims/framework/steps"
 )
 
 // Policy: STRICT (base set). Scenario: the plaintext client outside the
@@ -13,5 +12,5 @@ var _ = spec.Declare(spec.Def{
 	Claim:    "mtls.strict-no-403",
 	Area:     "mtls",
 	Scenario: "STRICT: plaintext client -> echo pod, then in-mesh echo ?status=403 control; echo pods' error-answer logs read",
-	Measure:  steps.StrictNo403,
+	Measure:  strictNo403,
 })

@@ -1,4 +1,4 @@
-package steps
+package mtls
 
 import (
 	"context"
@@ -13,24 +13,24 @@ import (
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
 
-// CrossCall is one call between two modes' namespaces: From's in-mesh
+// crossCall is one call between two modes' namespaces: From's in-mesh
 // client to To's echo Service.
-type CrossCall struct {
+type crossCall struct {
 	From, To mode.Mode
 	Outcome  string
 	Detail   string
 }
 
-// MixedNamespaces is GUIDE §1's mixed-cluster check for the run's mode:
+// mixedNamespaces is GUIDE §1's mixed-cluster check for the run's mode:
 // every other meshed mode of the run calls this mode's echo and this mode
 // calls theirs, both under their namespaces' STRICT, and plaintext from
-// outside the mesh to this mode's echo pod is still refused (JudgeMixed).
-func MixedNamespaces(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
+// outside the mesh to this mode's echo pod is still refused (judgeMixed).
+func mixedNamespaces(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
 	m, err := scenario.ClusterOf(r)
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
-	var calls []CrossCall
+	var calls []crossCall
 	for _, other := range r.Env.Config.Modes {
 		if !other.Meshed() || other == r.Mode {
 			continue
@@ -41,7 +41,7 @@ func MixedNamespaces(ctx context.Context, r *spec.Run) (verdict.Measurement, err
 				return verdict.Measurement{}, fmt.Errorf("%s client -> %s echo: %w", pair[0], pair[1], err)
 			}
 			r.Logf("%s client -> %s echo: %s %s", pair[0], pair[1], res.Outcome, res.Detail)
-			calls = append(calls, CrossCall{From: pair[0], To: pair[1], Outcome: res.Outcome, Detail: res.Detail})
+			calls = append(calls, crossCall{From: pair[0], To: pair[1], Outcome: res.Outcome, Detail: res.Detail})
 		}
 	}
 	podURL, err := scenario.EchoPodURL(ctx, r, fixtures.EchoHTTPPort)
@@ -52,14 +52,14 @@ func MixedNamespaces(ctx context.Context, r *spec.Run) (verdict.Measurement, err
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
-	return JudgeMixed(r.Mode, plain.Outcome, calls), nil
+	return judgeMixed(r.Mode, plain.Outcome, calls), nil
 }
 
-// JudgeMixed is "verified" when plaintext to mode m's echo is refused (no
+// judgeMixed is "verified" when plaintext to mode m's echo is refused (no
 // HTTP response, as mtls.plaintext-blocked documents for every meshed mode)
 // and every cross-mode call, in both directions with at least one other
 // mode, answered 200. Otherwise "not verified", saying which part failed.
-func JudgeMixed(m mode.Mode, plaintext string, calls []CrossCall) verdict.Measurement {
+func judgeMixed(m mode.Mode, plaintext string, calls []crossCall) verdict.Measurement {
 	var parts, failed []string
 	out, in := 0, 0
 	for _, c := range calls {

@@ -1,4 +1,4 @@
-package steps
+package mtls
 
 import (
 	"context"
@@ -27,15 +27,15 @@ import (
 // recognised if it reached echo at all and the control's line is told
 // from any other 403.
 
-// StrictLogMarks are the marks of one measurement's two requests.
-type StrictLogMarks struct{ Plain, Control string }
+// strictLogMarks are the marks of one measurement's two requests.
+type strictLogMarks struct{ Plain, Control string }
 
-// JudgeStrictNo403 judges the plaintext client's result and the server's
+// judgeStrictNo403 judges the plaintext client's result and the server's
 // error answers in the window: verified when the client got no HTTP
 // response, the plaintext request left no line, and the only 403 is the
 // control's. The control's own client result must be a 403 and its line
 // present, or the measurement is broken (error).
-func JudgeStrictNo403(plain, control probe.Result, answers []echolog.ErrorAnswer, marks StrictLogMarks) (verdict.Measurement, error) {
+func judgeStrictNo403(plain, control probe.Result, answers []echolog.ErrorAnswer, marks strictLogMarks) (verdict.Measurement, error) {
 	if control.Outcome != "http-403" {
 		return verdict.Measurement{}, fmt.Errorf("the control call for a 403 (?status=403) got %s %s: the in-mesh path to the pod does not work, nothing to compare the log with", control.Outcome, control.Detail)
 	}
@@ -72,14 +72,14 @@ func JudgeStrictNo403(plain, control probe.Result, answers []echolog.ErrorAnswer
 	return m, nil
 }
 
-// StrictNo403 makes the plaintext attempt on one echo pod under the base
+// strictNo403 makes the plaintext attempt on one echo pod under the base
 // set's STRICT, then the in-mesh control call for a 403 through Service echo
 // (a sidecar's call to a bare pod IP would leave the mesh as plaintext
 // passthrough and be cut by the same STRICT), and reads every echo pod's
 // log from just before the first request until the control's line is
 // there (Timeouts.LogFlush: the wait is for the control, never for the
 // plaintext's absence).
-func StrictNo403(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
+func strictNo403(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
 	m, err := scenario.ClusterOf(r)
 	if err != nil {
 		return verdict.Measurement{}, err
@@ -92,7 +92,7 @@ func StrictNo403(ctx context.Context, r *spec.Run) (verdict.Measurement, error) 
 		return verdict.Measurement{}, fmt.Errorf("no Ready echo pod in %s", r.Namespace())
 	}
 	nonce := fmt.Sprintf("%s-%d", r.Env.Config.RunID, time.Now().UnixNano())
-	marks := StrictLogMarks{Plain: "plain-" + nonce, Control: "control-" + nonce}
+	marks := strictLogMarks{Plain: "plain-" + nonce, Control: "control-" + nonce}
 	since := time.Now().Add(-echolog.LogClockSlack)
 	plain, err := scenario.Probe(ctx, r, scenario.Outside(), fmt.Sprintf("http://%s:%d/?%s=%s", pods[0].Status.PodIP, fixtures.EchoHTTPPort, echolog.MarkParam, marks.Plain))
 	if err != nil {
@@ -128,7 +128,7 @@ func StrictNo403(ctx context.Context, r *spec.Run) (verdict.Measurement, error) 
 		case <-time.After(r.Env.Config.Timeouts.ConvergePoll):
 		}
 	}
-	got, err := JudgeStrictNo403(plain, control, answers, marks)
+	got, err := judgeStrictNo403(plain, control, answers, marks)
 	if err != nil {
 		return verdict.Measurement{}, fmt.Errorf("echo pods of %s: %w", r.Namespace(), err)
 	}

@@ -1,4 +1,4 @@
-package steps
+package mtls
 
 import (
 	"strings"
@@ -11,6 +11,7 @@ import (
 	"github.com/meshclaims/meshclaims/fixtures"
 	"github.com/meshclaims/meshclaims/framework/claims/claimstest"
 	"github.com/meshclaims/meshclaims/framework/mode"
+	"github.com/meshclaims/meshclaims/framework/steps"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
 
@@ -36,7 +37,7 @@ func lateInjected(p *corev1.Pod) *corev1.Pod {
 	p.Annotations["sidecar.istio.io/status"] = `{"initContainers":["istio-init","istio-proxy"],"containers":null,"volumes":["workload-socket","credential-socket","workload-certs","istio-envoy","istio-data","istio-podinfo","istio-token","istiod-ca-cert","istio-ca-crl"],"imagePullSecrets":null,"revision":"default"}`
 	p.Spec.InitContainers = append(p.Spec.InitContainers,
 		corev1.Container{Name: "istio-init", Image: "localhost/istio/proxyv2:1.30.3-dev", Args: []string{"istio-iptables", "-p", "15001", "-z", "15006", "-u", "1337"}},
-		corev1.Container{Name: ProxyContainer, Image: "localhost/istio/proxyv2:1.30.3-dev", Args: []string{"proxy", "sidecar", "--domain", "$(POD_NAMESPACE).svc.cluster.local"}, RestartPolicy: &always})
+		corev1.Container{Name: steps.ProxyContainer, Image: "localhost/istio/proxyv2:1.30.3-dev", Args: []string{"proxy", "sidecar", "--domain", "$(POD_NAMESPACE).svc.cluster.local"}, RestartPolicy: &always})
 	return p
 }
 
@@ -46,7 +47,7 @@ func TestLateInjectionJudged(t *testing.T) {
 	created := lateInjected(latePod(t, "echo-after-6c4b8d7f5-fghij", "u-created"))
 	restarted := lateInjected(latePod(t, "echo-7f9c6d5b8-klmno", "u-restarted"))
 
-	got, err := JudgeLateInjection(before, before, created, restarted)
+	got, err := judgeLateInjection(before, before, created, restarted)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,9 +57,9 @@ func TestLateInjectionJudged(t *testing.T) {
 	// A running pod that got the proxy, or a restart that did not, contradicts the claim.
 	for name, m := range map[string]func() (verdict.Measurement, error){
 		"running pod injected": func() (verdict.Measurement, error) {
-			return JudgeLateInjection(before, lateInjected(before), created, restarted)
+			return judgeLateInjection(before, lateInjected(before), created, restarted)
 		},
-		"restarted pod not injected": func() (verdict.Measurement, error) { return JudgeLateInjection(before, before, created, before) },
+		"restarted pod not injected": func() (verdict.Measurement, error) { return judgeLateInjection(before, before, created, before) },
 	} {
 		got, err := m()
 		if err != nil {
@@ -70,9 +71,9 @@ func TestLateInjectionJudged(t *testing.T) {
 	}
 	// Preconditions: each makes the measurement fail, never pass.
 	errs := map[string]error{}
-	_, errs["is injected without istio-injection"] = JudgeLateInjection(lateInjected(before), lateInjected(before), created, restarted)
-	_, errs["does not act on this namespace"] = JudgeLateInjection(before, before, before, restarted)
-	_, errs["was replaced"] = JudgeLateInjection(before, latePod(t, before.Name, "u-other"), created, restarted)
+	_, errs["is injected without istio-injection"] = judgeLateInjection(lateInjected(before), lateInjected(before), created, restarted)
+	_, errs["does not act on this namespace"] = judgeLateInjection(before, before, before, restarted)
+	_, errs["was replaced"] = judgeLateInjection(before, latePod(t, before.Name, "u-other"), created, restarted)
 	for want, err := range errs {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("want an error with %q, got %v", want, err)

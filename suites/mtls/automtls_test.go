@@ -1,4 +1,4 @@
-package steps
+package mtls
 
 import (
 	"strings"
@@ -43,7 +43,7 @@ func TestAutoMTLS(t *testing.T) {
 		{"another workload's identity", fortioDebugPage(strings.ReplaceAll(xfcc, "URI="+id, "URI=spiffe://cluster.local/ns/other/sa/default")), verdict.NotReproduced},
 	}
 	for _, k := range cases {
-		got, err := JudgeAutoMTLS(answer(k.body), ns)
+		got, err := judgeAutoMTLS(answer(k.body), ns)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -51,13 +51,13 @@ func TestAutoMTLS(t *testing.T) {
 			t.Errorf("%s: %s (%s), want %s", k.name, v.Result, v.Reason, k.want)
 		}
 	}
-	if u := XFCCURI(fortioDebugPage(xfcc)); u != id {
+	if u := xfccURI(fortioDebugPage(xfcc)); u != id {
 		t.Errorf("URI %q", u)
 	}
 	// A failed call is a broken measurement.
 	reset := probe.Result{Result: wp.Result{Cause: "reset", Error: "read: connection reset by peer"}}
 	reset.Outcome, reset.Detail = probe.Outcome(reset.Result)
-	if _, err := JudgeAutoMTLS(reset, ns); err == nil || !strings.Contains(err.Error(), "no-http-response") {
+	if _, err := judgeAutoMTLS(reset, ns); err == nil || !strings.Contains(err.Error(), "no-http-response") {
 		t.Errorf("reset: %v", err)
 	}
 	// A DestinationRule present makes the claim's condition unmet.

@@ -1,4 +1,4 @@
-package steps
+package mtls
 
 import (
 	"context"
@@ -44,7 +44,7 @@ func TestStrictNo403(t *testing.T) {
 		r.Outcome, r.Detail = probe.Outcome(r.Result)
 		return r
 	}
-	marks := StrictLogMarks{Plain: "plain-run1-1", Control: "control-run1-1"}
+	marks := strictLogMarks{Plain: "plain-run1-1", Control: "control-run1-1"}
 	mark := func(m string) string { return "?" + echolog.MarkParam + "=" + m }
 	echoURL := s.URL() + "/"
 
@@ -58,7 +58,7 @@ func TestStrictNo403(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := JudgeStrictNo403(plain, control, answers, marks)
+		got, err := judgeStrictNo403(plain, control, answers, marks)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -73,10 +73,10 @@ func TestStrictNo403(t *testing.T) {
 	// or one the server never wrote) proves nothing.
 	control := do(echoURL + "?status=403&" + echolog.MarkParam + "=" + marks.Control)
 	plain := do(probetest.CutConnections(t, false) + mark(marks.Plain))
-	if _, err := JudgeStrictNo403(plain, control, nil, marks); err == nil || !strings.Contains(err.Error(), "cannot show a 403") {
+	if _, err := judgeStrictNo403(plain, control, nil, marks); err == nil || !strings.Contains(err.Error(), "cannot show a 403") {
 		t.Errorf("no control line: %v", err)
 	}
-	if _, err := JudgeStrictNo403(plain, do(echoURL+mark(marks.Control)), nil, marks); err == nil || !strings.Contains(err.Error(), "got http-200") {
+	if _, err := judgeStrictNo403(plain, do(echoURL+mark(marks.Control)), nil, marks); err == nil || !strings.Contains(err.Error(), "got http-200") {
 		t.Errorf("control answered 200: %v", err)
 	}
 
@@ -86,7 +86,7 @@ func TestStrictNo403(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := JudgeStrictNo403(plain, control, answers, marks)
+		got, err := judgeStrictNo403(plain, control, answers, marks)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -104,14 +104,14 @@ func TestStrictNo403(t *testing.T) {
 		t.Errorf("plaintext answered 403: %s", got.Outcome)
 	}
 	// A 403 of another request in the window fails even with a cut plaintext.
-	fresh := StrictLogMarks{Plain: "plain-run1-2", Control: marks.Control}
+	fresh := strictLogMarks{Plain: "plain-run1-2", Control: marks.Control}
 	do(echoURL + "?status=403&other=1")
 	answers, err := echolog.ParseErrorAnswers(log.String())
 	if err != nil {
 		t.Fatal(err)
 	}
 	cut := do(probetest.CutConnections(t, true) + mark(fresh.Plain))
-	got, err := JudgeStrictNo403(cut, control, answers, fresh)
+	got, err := judgeStrictNo403(cut, control, answers, fresh)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func TestStrictNo403(t *testing.T) {
 	// The plaintext request reached echo (answered 400, say) though the
 	// client saw its connection cut: not a STRICT refusal.
 	reached := []echolog.ErrorAnswer{{Method: "GET", URI: "/" + mark(fresh.Plain), Status: 400, Remote: "10.0.0.9:4711"}, {Method: "GET", URI: "/?status=403&" + echolog.MarkParam + "=" + fresh.Control, Status: 403}}
-	if got, _ := JudgeStrictNo403(cut, control, reached, fresh); got.Outcome != "reached the server" {
+	if got, _ := judgeStrictNo403(cut, control, reached, fresh); got.Outcome != "reached the server" {
 		t.Errorf("plaintext reached echo: %s", got.Outcome)
 	}
 }

@@ -1,4 +1,4 @@
-package steps
+package mtls
 
 import (
 	"context"
@@ -16,8 +16,8 @@ import (
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
 
-// Identity is what was found of a workload's mesh certificate.
-type Identity struct {
+// identity is what was found of a workload's mesh certificate.
+type identity struct {
 	Want       string // spiffe://cluster.local/ns/<ns>/sa/default
 	Found      bool   // the proxy's dump names Want
 	Issuer     string // istio-proxy or ztunnel
@@ -26,7 +26,7 @@ type Identity struct {
 }
 
 // Measurement turns the findings into the claim's outcome.
-func (i Identity) Measurement() verdict.Measurement {
+func (i identity) Measurement() verdict.Measurement {
 	out := "not verified"
 	if i.Found && i.RootShared {
 		out = "verified"
@@ -34,7 +34,7 @@ func (i Identity) Measurement() verdict.Measurement {
 	return verdict.Measurement{Outcome: out, Detail: i.Detail}
 }
 
-// WorkloadIdentity reads echo's certificate from the proxy that holds it and
+// workloadIdentity reads echo's certificate from the proxy that holds it and
 // decodes it (framework/proxycert): the sidecar's Envoy /config_dump (its SDS
 // secrets "default" and "ROOTCA") or, in ambient, the /config_dump of the
 // ztunnel on echo's node (its "certificates" list). The identity counts only
@@ -42,12 +42,12 @@ func (i Identity) Measurement() verdict.Measurement {
 // carries the SPIFFE URI); the root counts when that entry trusts the very
 // certificate istiod published in the namespace (ConfigMap
 // istio-ca-root-cert), and every meshed namespace of the run holds the same.
-func WorkloadIdentity(ctx context.Context, r *spec.Run) (Identity, error) {
+func workloadIdentity(ctx context.Context, r *spec.Run) (identity, error) {
 	m, err := scenario.ClusterOf(r)
 	if err != nil {
-		return Identity{}, err
+		return identity{}, err
 	}
-	id := Identity{Want: fmt.Sprintf("spiffe://cluster.local/ns/%s/sa/default", r.Namespace())}
+	id := identity{Want: fmt.Sprintf("spiffe://cluster.local/ns/%s/sa/default", r.Namespace())}
 	echo, err := m.Kube.OneReadyPod(ctx, r.Namespace(), fixtures.LabelApp+"="+fixtures.EchoName)
 	if err != nil {
 		return id, err
@@ -99,7 +99,7 @@ type namespaceRoot struct {
 // judgeIdentity decides from a proxy's dump whether it holds id.Want usably
 // and trusts the root of mode own, and whether every meshed namespace of the
 // run holds the same root (compared as certificates, not as PEM text).
-func judgeIdentity(id Identity, own mode.Mode, dump []byte, parse func([]byte) (proxycert.Dump, error), roots []namespaceRoot) (Identity, error) {
+func judgeIdentity(id identity, own mode.Mode, dump []byte, parse func([]byte) (proxycert.Dump, error), roots []namespaceRoot) (identity, error) {
 	held, err := parse(dump)
 	if err != nil {
 		return id, err

@@ -1,4 +1,4 @@
-package steps
+package mtls
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/scenario"
 	"github.com/meshclaims/meshclaims/framework/spec"
+	"github.com/meshclaims/meshclaims/framework/steps"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
 
@@ -22,8 +23,8 @@ import (
 // namespace now), the first pod still as it was, and the pod its restart
 // makes, injected.
 
-// LateInjection runs the scenario above and judges it (JudgeLateInjection).
-func LateInjection(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
+// lateInjection runs the scenario above and judges it (judgeLateInjection).
+func lateInjection(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
 	m, err := scenario.ClusterOf(r)
 	if err != nil {
 		return verdict.Measurement{}, err
@@ -32,7 +33,7 @@ func LateInjection(ctx context.Context, r *spec.Run) (verdict.Measurement, error
 	t := fixtures.Target{Namespace: fixtures.LateInjectionNamespace, Run: run}
 	timeouts := r.Env.Config.Timeouts
 	echo := fixtures.LateEcho(t, img)
-	before, err := RunningEcho(ctx, r, fixtures.LateNamespace(run, false, m.Options.SidecarRevision), echo)
+	before, err := steps.RunningEcho(ctx, r, fixtures.LateNamespace(run, false, m.Options.SidecarRevision), echo)
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
@@ -49,15 +50,15 @@ func LateInjection(ctx context.Context, r *spec.Run) (verdict.Measurement, error
 	if err := m.Kube.WaitAvailable(ctx, t.Namespace, timeouts.WorkloadsReady, control.Name); err != nil {
 		return verdict.Measurement{}, err
 	}
-	created, err := OnlyPod(ctx, r, t.Namespace, fixtures.LateControlName, "")
+	created, err := steps.OnlyPod(ctx, r, t.Namespace, fixtures.LateControlName, "")
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
-	again, restarted, err := KeptAndRestarted(ctx, r, t.Namespace, echo.Name, before, "the pod started before the label")
+	again, restarted, err := steps.KeptAndRestarted(ctx, r, t.Namespace, echo.Name, before, "the pod started before the label")
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
-	got, err := JudgeLateInjection(before, again, created, restarted)
+	got, err := judgeLateInjection(before, again, created, restarted)
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
@@ -65,30 +66,30 @@ func LateInjection(ctx context.Context, r *spec.Run) (verdict.Measurement, error
 	return got, nil
 }
 
-// JudgeLateInjection: verified when the pod started before the label is,
+// judgeLateInjection: verified when the pod started before the label is,
 // read again after it, the same pod (UID) still without istio-proxy, and
 // the pod its restart made carries one. The preconditions are errors: the
 // first pod must have had no proxy (otherwise something injects the
 // namespace without its label), and the pod created after the label must
 // carry one (otherwise the injector does not act there and nothing is
 // shown).
-func JudgeLateInjection(before, again, created, restarted *corev1.Pod) (verdict.Measurement, error) {
-	if DataPlaneOf(before).Proxy {
-		return verdict.Measurement{}, fmt.Errorf("pod %s, started before the label, already has %s: this namespace is injected without istio-injection=enabled (a mesh-wide injection policy?), so a late label shows nothing", before.Name, ProxyContainer)
+func judgeLateInjection(before, again, created, restarted *corev1.Pod) (verdict.Measurement, error) {
+	if steps.DataPlaneOf(before).Proxy {
+		return verdict.Measurement{}, fmt.Errorf("pod %s, started before the label, already has %s: this namespace is injected without istio-injection=enabled (a mesh-wide injection policy?), so a late label shows nothing", before.Name, steps.ProxyContainer)
 	}
-	if !DataPlaneOf(created).Proxy {
-		return verdict.Measurement{}, fmt.Errorf("pod %s, created after the label, has no %s: the injector does not act on this namespace, so an uninjected old pod shows nothing", created.Name, ProxyContainer)
+	if !steps.DataPlaneOf(created).Proxy {
+		return verdict.Measurement{}, fmt.Errorf("pod %s, created after the label, has no %s: the injector does not act on this namespace, so an uninjected old pod shows nothing", created.Name, steps.ProxyContainer)
 	}
 	if again.UID != before.UID {
 		return verdict.Measurement{}, fmt.Errorf("pod %s was replaced (UID %s, then %s) before it was read again", before.Name, before.UID, again.UID)
 	}
 	detail := fmt.Sprintf("started before the label: %s istio-proxy=%v; created after: %s istio-proxy=%v; after its restart: %s istio-proxy=%v",
-		again.Name, DataPlaneOf(again).Proxy, created.Name, DataPlaneOf(created).Proxy, restarted.Name, DataPlaneOf(restarted).Proxy)
+		again.Name, steps.DataPlaneOf(again).Proxy, created.Name, steps.DataPlaneOf(created).Proxy, restarted.Name, steps.DataPlaneOf(restarted).Proxy)
 	out := "verified"
 	switch {
-	case DataPlaneOf(again).Proxy:
+	case steps.DataPlaneOf(again).Proxy:
 		out = "running pod injected"
-	case !DataPlaneOf(restarted).Proxy:
+	case !steps.DataPlaneOf(restarted).Proxy:
 		out = "restarted pod not injected"
 	}
 	return verdict.Measurement{Outcome: out, Detail: detail}, nil

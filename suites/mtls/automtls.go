@@ -1,4 +1,4 @@
-package steps
+package mtls
 
 import (
 	"context"
@@ -21,14 +21,14 @@ import (
 // forward_client_cert_details on Istio's inbound listener). fortio's debug
 // page prints the request's headers, so echo shows what its sidecar was
 // given. A plaintext hop carries no such header.
-const HeaderXFCC = "X-Forwarded-Client-Cert"
+const headerXFCC = "X-Forwarded-Client-Cert"
 
-// XFCCURI returns the URI= element of the X-Forwarded-Client-Cert line in
+// xfccURI returns the URI= element of the X-Forwarded-Client-Cert line in
 // fortio's debug page body ("" when there is none).
-func XFCCURI(body string) string {
+func xfccURI(body string) string {
 	for _, line := range strings.Split(body, "\n") {
 		name, v, ok := strings.Cut(line, ": ")
-		if !ok || !strings.EqualFold(name, HeaderXFCC) {
+		if !ok || !strings.EqualFold(name, headerXFCC) {
 			continue
 		}
 		// Elements are ';'-separated key=value; several certs are ','-separated.
@@ -41,25 +41,25 @@ func XFCCURI(body string) string {
 	return ""
 }
 
-// JudgeAutoMTLS: verified when echo's debug page shows the client's SPIFFE
+// judgeAutoMTLS: verified when echo's debug page shows the client's SPIFFE
 // identity (spiffe://cluster.local/ns/<ns>/sa/default) forwarded by its
 // sidecar; an answer with no such header, or another identity, is not.
-func JudgeAutoMTLS(res probe.Result, ns string) (verdict.Measurement, error) {
+func judgeAutoMTLS(res probe.Result, ns string) (verdict.Measurement, error) {
 	if res.Outcome != "http-200" {
 		return verdict.Measurement{}, fmt.Errorf("echo's debug page answered %s %s, not 200: nothing to read", res.Outcome, res.Detail)
 	}
 	want := fmt.Sprintf("spiffe://cluster.local/ns/%s/sa/default", ns)
-	got := XFCCURI(res.Body)
+	got := xfccURI(res.Body)
 	out := "verified"
 	if got != want {
 		out = "not verified"
 	}
-	return verdict.Measurement{Outcome: out, Detail: fmt.Sprintf("%s URI=%q (client identity %s)", HeaderXFCC, got, want)}, nil
+	return verdict.Measurement{Outcome: out, Detail: fmt.Sprintf("%s URI=%q (client identity %s)", headerXFCC, got, want)}, nil
 }
 
-// EchoDestinationRules names the DestinationRules in the run's namespace
+// echoDestinationRules names the DestinationRules in the run's namespace
 // whose host is echo (short or full name): auto mTLS is claimed without one.
-func EchoDestinationRules(ctx context.Context, r *spec.Run) ([]string, error) {
+func echoDestinationRules(ctx context.Context, r *spec.Run) ([]string, error) {
 	m, err := scenario.ClusterOf(r)
 	if err != nil {
 		return nil, err
@@ -78,11 +78,11 @@ func EchoDestinationRules(ctx context.Context, r *spec.Run) ([]string, error) {
 	return out, nil
 }
 
-// AutoMTLS proves no DestinationRule targets echo (else unmet), then calls
+// autoMTLS proves no DestinationRule targets echo (else unmet), then calls
 // echo's debug page from the in-mesh client and judges the forwarded
 // client certificate.
-func AutoMTLS(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
-	drs, err := EchoDestinationRules(ctx, r)
+func autoMTLS(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
+	drs, err := echoDestinationRules(ctx, r)
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
@@ -97,7 +97,7 @@ func AutoMTLS(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
-	got, err := JudgeAutoMTLS(res, r.Namespace())
+	got, err := judgeAutoMTLS(res, r.Namespace())
 	if err != nil {
 		return verdict.Measurement{}, err
 	}

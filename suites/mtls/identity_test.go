@@ -1,4 +1,4 @@
-package steps
+package mtls
 
 import (
 	"crypto/x509"
@@ -19,8 +19,8 @@ import (
 func TestJudgeIdentity(t *testing.T) {
 	ca, other := pct.NewPKI(t), pct.NewPKI(t)
 	l4, sc := mode.AmbientL4, mode.Sidecar
-	want := func(m mode.Mode) Identity {
-		return Identity{Want: "spiffe://cluster.local/ns/" + m.Namespace() + "/sa/default"}
+	want := func(m mode.Mode) identity {
+		return identity{Want: "spiffe://cluster.local/ns/" + m.Namespace() + "/sa/default"}
 	}
 	root := string(pct.PEM(ca.Root))
 	same := []namespaceRoot{{l4, root}, {sc, strings.ReplaceAll(root, "\n", "\r\n")}}
