@@ -39,7 +39,7 @@ var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Ver
 // seedForeignGatewayCRDs creates that bundle's standard-channel CRDs, as
 // its release files carry them (bundle-version annotation, no mark of the
 // suite's).
-func seedForeignGatewayCRDs(t *testing.T, rc *rest.Config) {
+func seedForeignGatewayCRDs(t testing.TB, rc *rest.Config) {
 	t.Helper()
 	dir, err := apiserver.ModuleDir(foreignGatewayAPIModule)
 	if err != nil {
@@ -92,7 +92,7 @@ func seedForeignGatewayCRDs(t *testing.T, rc *rest.Config) {
 // stop before its first write, naming their Istio and the ways on, and
 // leave nothing (inventories before and after that attempt, compared; a
 // change their own istiod made meanwhile is told apart by theirWrite).
-func runSidecarOnExisting(t *testing.T, bin string, k *localk8s.Cluster, reg *privateregistry.Registry, kubeContext, results, run, scale, filter string,
+func runSidecarOnExisting(t testing.TB, bin string, k *localk8s.Cluster, reg *privateregistry.Registry, kubeContext, results, run, scale, filter string,
 	their *theirIstio, rootCerts map[string]string) {
 	t.Helper()
 	ctx := context.Background()
@@ -180,7 +180,7 @@ func runSidecarOnExisting(t *testing.T, bin string, k *localk8s.Cluster, reg *pr
 
 // awaitNamespaceFilled waits (1 min at most) until kube-controller-manager
 // has given namespace ns its default ServiceAccount and kube-root-ca.crt.
-func awaitNamespaceFilled(t *testing.T, cs kubernetes.Interface, ns string) {
+func awaitNamespaceFilled(t testing.TB, cs kubernetes.Interface, ns string) {
 	t.Helper()
 	if _, err := converge.Until(context.Background(), converge.Policy{Poll: 200 * time.Millisecond, Times: 1, Limit: time.Minute},
 		"namespace "+ns+" holds what the cluster adds to every namespace (ServiceAccount default, ConfigMap kube-root-ca.crt)",

@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -74,7 +76,7 @@ type theirIstio struct {
 
 // seedTheirIstio installs their Istio and workload and waits until their
 // client's calls succeed (the positive control that their traffic flows).
-func seedTheirIstio(t *testing.T, rc *rest.Config, reg *privateregistry.Registry) *theirIstio {
+func seedTheirIstio(t testing.TB, rc *rest.Config, reg *privateregistry.Registry) *theirIstio {
 	t.Helper()
 	ctx := context.Background()
 	t.Setenv("DOCKER_CONFIG", reg.DockerConfigDir)
@@ -251,7 +253,7 @@ func digest(v any) string {
 	return fmt.Sprintf("%x", sha256.Sum256(raw))[:16]
 }
 
-func (th *theirIstio) snapshot(t *testing.T) theirState {
+func (th *theirIstio) snapshot(t testing.TB) theirState {
 	t.Helper()
 	ctx := context.Background()
 	st := theirState{}
@@ -357,9 +359,21 @@ func clientProblems(before, after orderclient.Stats) []string {
 		out = append(out, fmt.Sprintf("their client made no successful call during the run (sent %d -> %d, succeeded %d -> %d): restarted or stopped", before.Sent, after.Sent, before.Succeeded, after.Succeeded))
 	}
 	if after.Failed != before.Failed {
-		out = append(out, fmt.Sprintf("their client saw %d failed calls during the run (%v)", after.Failed-before.Failed, after.FailuresByCause))
+		out = append(out, fmt.Sprintf("their client saw %d failed calls during the run (%s)", after.Failed-before.Failed, causesSince(before, after)))
 	}
 	return out
+}
+
+// causesSince is the failures by cause added between two readings of the
+// client's cumulative counters, e.g. "status_503 2".
+func causesSince(before, after orderclient.Stats) string {
+	var parts []string
+	for _, c := range slices.Sorted(maps.Keys(after.FailuresByCause)) {
+		if n := after.FailuresByCause[c] - before.FailuresByCause[c]; n != 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", c, n))
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 // theirWrite says whether a change the inventory found on a foreign object
@@ -389,7 +403,7 @@ func (th *theirIstio) theirWrite(ctx context.Context, o inventory.Object, rootCe
 }
 
 // rootCerts are the istio-ca-root-cert ConfigMaps' contents by namespace.
-func (th *theirIstio) rootCerts(t *testing.T) map[string]string {
+func (th *theirIstio) rootCerts(t testing.TB) map[string]string {
 	t.Helper()
 	l, err := th.cs.CoreV1().ConfigMaps("").List(context.Background(), metav1.ListOptions{FieldSelector: "metadata.name=istio-ca-root-cert"})
 	if err != nil {
@@ -410,7 +424,7 @@ const existingRevision = "qual"
 // restarted), their server scaled to nothing (failed calls), and the
 // upgrade the suite used to make of a release that was not its own (their
 // istiod's values and revision changed).
-func (th *theirIstio) negativeControls(t *testing.T, before theirState) {
+func (th *theirIstio) negativeControls(t testing.TB, before theirState) {
 	t.Helper()
 	ctx := context.Background()
 	stats, err := th.clientStats(ctx)
@@ -475,5 +489,25 @@ func (th *theirIstio) negativeControls(t *testing.T, before theirState) {
 		t.Errorf("negative control: the upgrade of their istiod release is not seen: %v", d)
 	} else {
 		t.Logf("negative control, the old upgrade path: %v", d)
+	}
+}
+
+// TestClientProblemsCountOnlyTheRun reads two cumulative records of their
+// client: failures from before the first reading are not the run's; each
+// kind of problem is named with the run's own count.
+func TestClientProblemsCountOnlyTheRun(t *testing.T) {
+	before := orderclient.Stats{Sent: 63, Succeeded: 60, Failed: 3, FailuresByCause: map[string]int64{"status_503": 3}}
+	quiet := orderclient.Stats{Sent: 4444, Succeeded: 4441, Failed: 3, FailuresByCause: map[string]int64{"status_503": 3}}
+	if p := clientProblems(before, quiet); len(p) != 0 {
+		t.Errorf("a run during which every call answered: %v", p)
+	}
+	failed := orderclient.Stats{Sent: 4444, Succeeded: 4438, Failed: 6, FailuresByCause: map[string]int64{"status_503": 5, "timeout": 1}}
+	p := clientProblems(before, failed)
+	if len(p) != 1 || !strings.Contains(p[0], "3 failed calls during the run (status_503 2, timeout 1)") {
+		t.Errorf("three failures during the run: %v", p)
+	}
+	stopped := orderclient.Stats{Sent: 63, Succeeded: 60, Failed: 3, FailuresByCause: map[string]int64{"status_503": 3}}
+	if p := clientProblems(before, stopped); len(p) != 1 || !strings.Contains(p[0], "no successful call") {
+		t.Errorf("a client that stopped: %v", p)
 	}
 }
