@@ -211,11 +211,33 @@ func seedTheirIstio(t testing.TB, rc *rest.Config, reg *privateregistry.Registry
 		}); err != nil {
 		t.Fatal(err)
 	}
-	// Their istiod patches its webhooks' CA bundles once it starts and
-	// writes its root certificate into every namespace; a snapshot taken
-	// before that settles would read it as the run's doing.
-	time.Sleep(10 * time.Second)
+	th.awaitSettled(t)
 	return th
+}
+
+// awaitSettled waits until two snapshots of their Istio taken 5 s apart
+// are the same (2 min at most). Their istiod patches its webhooks, takes
+// its leader-election leases and writes its root certificate into every
+// namespace for a while after it starts, later on a busy machine; a
+// snapshot taken before that ends would read their istiod's own start-up
+// as a change the run made.
+func (th *theirIstio) awaitSettled(t testing.TB) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	prev := th.snapshot(t)
+	for {
+		time.Sleep(5 * time.Second)
+		cur := th.snapshot(t)
+		d := diffTheirState(prev, cur)
+		if len(d) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("their Istio did not settle in 2 min; still changing: %v", d)
+		}
+		t.Logf("their Istio still starting: %v", d)
+		prev = cur
+	}
 }
 
 // clientStats reads their client's counters through a port-forward.
