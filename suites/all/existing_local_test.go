@@ -157,7 +157,7 @@ func TestExistingProviderOnLocalCluster(tt *testing.T) {
 	}
 	checkRunInventory(t, filepath.Join(results, run))
 	if sidecarFilter != "" {
-		runSidecarOnExisting(t, bin, k, reg, kc.CurrentContext, results, run+"-sidecar", scale, sidecarFilter, their, rootCerts)
+		runSidecarOnExisting(t, bin, k, reg, kc.CurrentContext, results, run+"-sidecar", scale, sidecarFilter, their, rootCerts, &console)
 		checkRunInventory(t, filepath.Join(results, run+"-sidecar"))
 	}
 
@@ -228,7 +228,7 @@ func TestExistingProviderOnLocalCluster(tt *testing.T) {
 			t.Fatal(err)
 		}
 		if p := clientProblems(theirCalls, calls); len(p) > 0 {
-			t.Errorf("their traffic: %v", p)
+			t.Errorf("their traffic: %v; each failure and what the runs were doing then: %v", p, placeFailures(theirCalls, calls, console.String()))
 		}
 		t.Logf("their Istio unchanged (%d objects: releases' revisions, values and manifests, webhooks, Deployments, pods and restarts, namespaces' labels); "+
 			"their client made %d calls during the runs, all %d answered, %d failed",

@@ -386,6 +386,43 @@ func clientProblems(before, after orderclient.Stats) []string {
 	return out
 }
 
+// placeFailures names each of their client's failures since before with
+// what the runs were doing at that moment: the last stamped line ("15:04:05
+// spec 3 of 45: ...") the runs printed at or before it, from console, which
+// holds everything the runs printed. A failure is then traced to a spec or
+// a set-up phase, not only counted.
+func placeFailures(before, after orderclient.Stats, console string) []string {
+	seen := map[string]bool{}
+	for _, f := range before.RecentFailures {
+		seen[f.RequestID] = true
+	}
+	type line struct{ at, text string }
+	var lines []line
+	for _, l := range strings.Split(console, "\n") {
+		l = strings.TrimSpace(l)
+		if len(l) > 9 && l[2] == ':' && l[5] == ':' && l[8] == ' ' {
+			if _, err := time.Parse("15:04:05", l[:8]); err == nil {
+				lines = append(lines, line{l[:8], l[9:]})
+			}
+		}
+	}
+	var out []string
+	for _, f := range after.RecentFailures {
+		if seen[f.RequestID] {
+			continue
+		}
+		at := f.At.Local().Format("15:04:05")
+		doing := "before the runs' first line"
+		for _, l := range lines {
+			if l.at <= at {
+				doing = l.at + " " + l.text
+			}
+		}
+		out = append(out, fmt.Sprintf("%s %s (%s), during: %s", at, f.Cause, f.Error, doing))
+	}
+	return out
+}
+
 // causesSince is the failures by cause added between two readings of the
 // client's cumulative counters, e.g. "status_503 2".
 func causesSince(before, after orderclient.Stats) string {
@@ -527,6 +564,15 @@ func TestClientProblemsCountOnlyTheRun(t *testing.T) {
 	p := clientProblems(before, failed)
 	if len(p) != 1 || !strings.Contains(p[0], "3 failed calls during the run (status_503 2, timeout 1)") {
 		t.Errorf("three failures during the run: %v", p)
+	}
+	failed.RecentFailures = []orderclient.Failure{{RequestID: "a", Cause: "timeout", At: time.Date(2026, 12, 7, 9, 44, 2, 0, time.Local), Error: "context deadline exceeded"}}
+	console := "  09:43:58 spec 9 of 45: kubeproxy.service-scale [none] time until ...\n  [kubeproxy.service-scale none +3s] filled 500 Services\n  09:44:03 spec 10 of 45: conntrack.table-full [none]\n"
+	if got := placeFailures(before, failed, console); len(got) != 1 || got[0] != "09:44:02 timeout (context deadline exceeded), during: 09:43:58 spec 9 of 45: kubeproxy.service-scale [none] time until ..." {
+		t.Errorf("a failure placed in the runs' lines: %q", got)
+	}
+	before.RecentFailures = failed.RecentFailures
+	if got := placeFailures(before, failed, console); len(got) != 0 {
+		t.Errorf("a failure from before the run is not the run's: %q", got)
 	}
 	stopped := orderclient.Stats{Sent: 63, Succeeded: 60, Failed: 3, FailuresByCause: map[string]int64{"status_503": 3}}
 	if p := clientProblems(before, stopped); len(p) != 1 || !strings.Contains(p[0], "no successful call") {
