@@ -570,6 +570,9 @@ func rolloutRule(base *Judged, why string, hard *Judged, hwhy string, max float6
 			c.Mark, c.Why = Fail, "errors as deployed and with GUIDE's hardening"
 		default:
 			c.Mark, c.Why = Fail, "errors as deployed; the hardened run does not show zero"
+			if hard != nil && hardText != "hardened: undecided: "+hard.Reason {
+				c.Why = fmt.Sprintf("errors as deployed; the hardened run's upper bounds are above %s (too few requests to show zero)", pct(max))
+			}
 		}
 	}
 	c.Measured += "; " + hardText
