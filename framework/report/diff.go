@@ -196,7 +196,7 @@ func quantities(metric claims.Metric, o, n verdict.Measurement) []Quantity {
 			Note: "one load's kubelet readings each: no interval, not judged a change"})
 	}
 	qs = append(qs, repeatedExtras(o.Extra, n.Extra)...)
-	for _, k := range sortedKeys(n.Percentiles) {
+	for _, k := range verdict.SortedPercentiles(n.Percentiles) {
 		ov, ok := o.Percentiles[k]
 		if !ok {
 			continue

@@ -9,7 +9,9 @@ import (
 	"github.com/meshclaims/meshclaims/framework/claims"
 )
 
-func sortedPercentiles(m map[string]float64) []string {
+// SortedPercentiles are the keys of percentiles ("50", "99.9", ...) in
+// numeric order.
+func SortedPercentiles(m map[string]float64) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
@@ -105,7 +107,7 @@ func describeMeasured(m Measurement) string {
 
 func percentilesText(m map[string]float64) string {
 	var s []string
-	for _, k := range sortedPercentiles(m) {
+	for _, k := range SortedPercentiles(m) {
 		s = append(s, "P"+k+" "+num(m[k]))
 	}
 	return strings.Join(s, " / ")

@@ -29,7 +29,7 @@ func (percentilesMetric) Bands(c *claims.Claim, _ mode.Mode, doc claims.Value) (
 		base = c.Documented[ref.Mode].Percentiles
 	}
 	var out []Band
-	for _, k := range sortedPercentiles(doc.Percentiles) {
+	for _, k := range SortedPercentiles(doc.Percentiles) {
 		d := doc.Percentiles[k]
 		if difference {
 			b, ok := base[k]
@@ -82,7 +82,7 @@ func judgePercentiles(c *claims.Claim, doc claims.Value, got Measurement) (Resul
 	if len(got.Percentiles) == 0 {
 		return Inconclusive, "no percentiles were measured", nil
 	}
-	keys := sortedPercentiles(doc.Percentiles)
+	keys := SortedPercentiles(doc.Percentiles)
 	res := Reproduced
 	var texts []string
 	var parts []Part
