@@ -100,34 +100,12 @@ func Overlaps(c *claims.Claim) []string {
 // distinct.kube_proxy_groups whose headline bands intersect: one cluster's
 // measurement could then pass as either kube-proxy mode.
 func kubeProxyOverlaps(c *claims.Claim) []string {
-	var out []string
-	for _, m := range c.JudgedDocumented() {
-		doc := c.Documented[m]
-		var kps []claims.KubeProxyMode
-		for _, kp := range claims.KubeProxyModes {
-			if _, ok := doc.ByKubeProxy[kp]; ok {
-				kps = append(kps, kp)
-			}
-		}
-		for i, a := range kps {
-			for _, b := range kps[i+1:] {
-				if c.Distinct.KubeProxyGroup(a) == c.Distinct.KubeProxyGroup(b) {
-					continue
-				}
-				ba, bb := BandsFor(c, m, claims.Variant{KubeProxy: a}), BandsFor(c, m, claims.Variant{KubeProxy: b})
-				if len(ba) == 0 || len(bb) == 0 {
-					out = append(out, fmt.Sprintf("%s: mode %s, kube-proxy %s and %s differ in the source but have no band to tell them apart", c.ID, m, a, b))
-					continue
-				}
-				x, y := ba[0], bb[0]
-				if lo, hi := math.Max(x.Low, y.Low), math.Min(x.High, y.High); lo <= hi {
-					out = append(out, fmt.Sprintf("%s: mode %s, %s bands of kube-proxy %s [%s, %s] and %s [%s, %s] overlap in [%s, %s]; the source says they differ",
-						c.ID, m, x.Name, a, num(x.Low), num(x.High), b, num(y.Low), num(y.High), num(lo), num(hi)))
-				}
-			}
-		}
-	}
-	return out
+	return variantOverlaps(c,
+		func(u claims.Variant) bool { return u.KubeProxy != "" },
+		func(a, b claims.Variant) bool {
+			return c.Distinct.KubeProxyGroup(a.KubeProxy) != c.Distinct.KubeProxyGroup(b.KubeProxy)
+		},
+		func(u claims.Variant) string { return string(u.KubeProxy) })
 }
 
 // conntrackOverlaps lists, within each judged mode whose value is stated
@@ -135,25 +113,39 @@ func kubeProxyOverlaps(c *claims.Claim) []string {
 // intersect: the source states a different outcome for every limit, so a
 // measurement that could pass under two limits does not tell them apart.
 func conntrackOverlaps(c *claims.Claim) []string {
+	return variantOverlaps(c,
+		func(u claims.Variant) bool { return u.ConntrackMax != 0 },
+		func(a, b claims.Variant) bool { return true },
+		claims.Variant.String)
+}
+
+// variantOverlaps lists, within each judged mode, the pairs of its
+// documented variants that keep selects and the source tells apart
+// (differ) whose headline bands intersect, or that have no band. A pair
+// is named "a and b", b by second ("kube-proxy iptables and ipvs").
+func variantOverlaps(c *claims.Claim, keep func(claims.Variant) bool, differ func(a, b claims.Variant) bool, second func(claims.Variant) string) []string {
 	var out []string
 	for _, m := range c.JudgedDocumented() {
 		var us []claims.Variant
 		for _, u := range c.Documented[m].Variants() {
-			if u.ConntrackMax != 0 {
+			if keep(u) {
 				us = append(us, u)
 			}
 		}
 		for i, a := range us {
 			for _, b := range us[i+1:] {
+				if !differ(a, b) {
+					continue
+				}
 				ba, bb := BandsFor(c, m, a), BandsFor(c, m, b)
 				if len(ba) == 0 || len(bb) == 0 {
-					out = append(out, fmt.Sprintf("%s: mode %s, %s and %s differ in the source but have no band to tell them apart", c.ID, m, a, b))
+					out = append(out, fmt.Sprintf("%s: mode %s, %s and %s differ in the source but have no band to tell them apart", c.ID, m, a, second(b)))
 					continue
 				}
 				x, y := ba[0], bb[0]
 				if lo, hi := math.Max(x.Low, y.Low), math.Min(x.High, y.High); lo <= hi {
 					out = append(out, fmt.Sprintf("%s: mode %s, %s bands of %s [%s, %s] and %s [%s, %s] overlap in [%s, %s]; the source says they differ",
-						c.ID, m, x.Name, a, num(x.Low), num(x.High), b, num(y.Low), num(y.High), num(lo), num(hi)))
+						c.ID, m, x.Name, a, num(x.Low), num(x.High), second(b), num(y.Low), num(y.High), num(lo), num(hi)))
 				}
 			}
 		}
