@@ -103,15 +103,7 @@ func ShippedCosts(root, provider string, scale float64, modes []mode.Mode, keys 
 	for _, s := range chosen {
 		c := s.costs
 		runs = append(runs, c.Run)
-		out.SetUp = max(out.SetUp, c.SetUp)
-		for k, d := range c.Beyond {
-			if _, ok := out.Beyond[k]; !ok {
-				out.Beyond[k] = d
-				if w, ok := c.Whole[k]; ok {
-					out.Whole[k] = w
-				}
-			}
-		}
+		out.Absorb(c)
 		covered := 0
 		for _, k := range keys {
 			if _, ok := c.Beyond[k]; ok {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/meshclaims/meshclaims/framework/claims"
+	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/stats"
 )
 
@@ -97,4 +98,29 @@ func attributionText(counts map[string]int64) string {
 		parts[i] = fmt.Sprintf("%s %d", c, counts[c])
 	}
 	return strings.Join(parts, ", ")
+}
+
+// attribution is events of one kind (fortio -1s, 503s) counted per cause,
+// judged by the share of the causes the source names (judgeAttribution).
+type attributionMetric struct{ plain }
+
+func (attributionMetric) Judge(c *claims.Claim, _ mode.Mode, doc claims.Value, got Measurement) (Result, string, []Part) {
+	res, reason := judgeAttribution(c, doc, got)
+	return res, reason, nil
+}
+
+// Bands: the source attributes all its events to its categories (share 1).
+func (attributionMetric) Bands(c *claims.Claim, _ mode.Mode, doc claims.Value) ([]Band, int) {
+	if doc.Attribution == nil {
+		return nil, 0
+	}
+	return []Band{bandOf("share attributed to "+strings.Join(doc.Attribution.To, " or "), 1, c.Tolerance)}, 1
+}
+
+// AsMeasured: the source's events, all in its first category: the source
+// does not split them between its categories (GUIDE's "reset/EOF").
+func (attributionMetric) AsMeasured(_ *claims.Claim, doc claims.Value, got *Measurement) {
+	if a := doc.Attribution; a != nil {
+		got.Attribution = map[string]int64{a.To[0]: a.Of}
+	}
 }
