@@ -282,18 +282,14 @@ func (s *Suite) up(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// A sizer returns "" where the nodes hold GUIDE's requests.
-	if sz, ok := provider.(cluster.WorkloadSizer); ok {
-		if q, why := sz.WorkloadCPURequest(); q != "" {
-			img.CPURequest = q
-			s.note(why)
-		}
+	// "" where the nodes hold GUIDE's requests.
+	facts := provider.Facts()
+	if q := facts.Sizing.CPURequest; q != "" {
+		img.CPURequest = q
+		s.note(sizingNote(facts))
 	}
 	opts := fixtures.Options{Run: cfg.RunID, Images: img, SidecarRevision: s.sidecarRevision()}
-	mesh := &spec.Cluster{Kube: k, Applier: applier, Options: opts}
-	if sh, ok := provider.(cluster.SharedHost); ok {
-		mesh.NodesShareHost = sh.NodesShareHost()
-	}
+	mesh := &spec.Cluster{Kube: k, Applier: applier, Options: opts, NodesShareHost: facts.NodesShareHost}
 	s.mu.Lock()
 	s.Cluster = mesh
 	s.mu.Unlock()
