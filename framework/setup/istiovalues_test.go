@@ -19,10 +19,9 @@ import (
 	"github.com/meshclaims/meshclaims/framework/localk8s"
 )
 
-// The values, statements and sizing note each provider's nodes got when
-// the providers composed them themselves, written out as they were: what
-// istioValues, istioCNISettings and sizingNote must still give for the
-// facts those providers now state.
+// The values, statements and sizing notes each provider's nodes get,
+// written out literally: what istioValues, istioCNISettings and sizingNote
+// must give for the facts each provider states.
 
 // wantLocalValues are the local node's chart values.
 func wantLocalValues(cniBinDir, cniConfDir string) map[string]map[string]any {
@@ -87,9 +86,9 @@ func wantReadCNI(image string) string {
 }
 
 // Each provider's facts give Istio exactly the values, the istio-cni
-// statement and the sizing note it had: the local node, and kind (and
-// existing, which reads the same facts) with and without a small cluster
-// and an ipset-rewriting kube-router. With the charts at hand, the
+// statement and the sizing note written out above: the local node, and
+// kind (and existing, which reads the same facts) with and without a small
+// cluster and an ipset-rewriting kube-router. With the charts at hand, the
 // rendered manifests are compared too.
 func TestIstioValuesPerProvider(t *testing.T) {
 	local, err := cluster.New(cluster.LocalName, cluster.Options{ClusterName: "meshclaims-values-test"})
@@ -150,7 +149,7 @@ func TestIstioValuesPerProvider(t *testing.T) {
 	} {
 		got, want := renderAmbient(t, dir, c.got), renderAmbient(t, dir, c.want)
 		if len(got) == 0 || !reflect.DeepEqual(got, want) {
-			t.Errorf("%s: the charts render %d objects from the facts' values, %d from the values before", what, len(got), len(want))
+			t.Errorf("%s: the charts render %d objects from the facts' values, %d from the values written out, not the same", what, len(got), len(want))
 		}
 	}
 	// Control: the comparison sees a difference in the values.
