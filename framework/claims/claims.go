@@ -38,7 +38,7 @@ const (
 var kinds = []Kind{Requirement, Measurement, Model}
 
 // Metric names what a claim's value measures; the verdict package knows how
-// to judge each one.
+// to judge each one and registers it (RegisterMetric).
 type Metric string
 
 const (
@@ -69,9 +69,32 @@ const (
 	Attribution Metric = "attribution"
 )
 
-var metrics = []Metric{Outcome, LatencyPercentiles, LatencyOverhead, LatencyMean, ErrorRate,
-	RateRatio, DuplicateCount, Throughput, Bandwidth, IntervalMs, TimeToReady, ResourceBudget,
-	QueriesPerCore, Stability, SuccessRate, CostShare, FailureRate, ProxyFootprint, Attribution, ConnectFailureRate}
+// MetricRules checks what one metric's judge needs of a claim's documented
+// values, beyond the structure Parse checks for every metric. The judging
+// layer registers one per metric it judges (framework/verdict's metrics), so
+// the registry accepts exactly the metrics that can be judged.
+type MetricRules interface {
+	// ValidateDocumented reports each problem of c's documented values
+	// through add.
+	ValidateDocumented(c *Claim, add func(format string, a ...any))
+}
+
+// metrics are the registered metrics in the order they were registered
+// (the order an unknown metric's error lists them in), rules their checks.
+var (
+	metrics []Metric
+	rules   = map[Metric]MetricRules{}
+)
+
+// RegisterMetric makes name a metric the registry accepts, its documented
+// values checked by r. A name registered twice is a programming error.
+func RegisterMetric(name Metric, r MetricRules) {
+	if _, dup := rules[name]; dup {
+		panic(fmt.Sprintf("claims: metric %q registered twice", name))
+	}
+	metrics = append(metrics, name)
+	rules[name] = r
+}
 
 // AttributionCategories are the categories an attribution claim may name:
 // the causes of fortio's -1 as the load engine classifies them

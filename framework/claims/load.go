@@ -140,7 +140,8 @@ func validateClaim(c *Claim, sources map[string]Source, line func(string) int, a
 	if !slices.Contains(kinds, c.Kind) {
 		add(line("kind"), "unknown kind %q; accepted: %s", c.Kind, join(kinds))
 	}
-	if !slices.Contains(metrics, c.Metric) {
+	metric, known := rules[c.Metric]
+	if !known {
 		add(line("metric"), "unknown metric %q; accepted: %s", c.Metric, join(metrics))
 	}
 	if len(c.Modes) == 0 {
@@ -178,9 +179,6 @@ func validateClaim(c *Claim, sources map[string]Source, line func(string) int, a
 		}
 		validateByKubeProxy(c, m, v, line("documented"), add)
 		validateByConntrackMax(c, m, v, line("documented"), add)
-		if c.Metric == ProxyFootprint && !v.Expected && (v.Value == nil || v.VCPU == nil) {
-			add(line("documented"), "mode %s: a proxy footprint needs both value (working set, MiB) and vcpu", m)
-		}
 		if v.VCPU != nil && c.Metric != ProxyFootprint {
 			add(line("documented"), "mode %s: vcpu is the CPU of metric %s; metric %s has none", m, ProxyFootprint, c.Metric)
 		}
@@ -197,16 +195,9 @@ func validateClaim(c *Claim, sources map[string]Source, line func(string) int, a
 				}
 			}
 		}
-		if (v.Count == nil) != (v.Total == nil) && c.Metric == ErrorRate {
-			add(line("documented"), "mode %s: an error rate needs both count and total", m)
-		}
 	}
-	if c.Kind == Requirement && c.Metric == Outcome {
-		for _, m := range c.Modes {
-			if v, ok := c.Documented[m]; !ok || v.Outcome == "" {
-				add(line("documented"), "requirement has no documented outcome for mode %s", m)
-			}
-		}
+	if known {
+		metric.ValidateDocumented(c, func(f string, a ...any) { add(line("documented"), f, a...) })
 	}
 	validateTolerance(c.Tolerance, "tolerance", line("tolerance"), add)
 	validateDistinct(c, line("distinct"), add)
@@ -240,14 +231,9 @@ func validateByKubeProxy(c *Claim, m mode.Mode, v Value, at int, add func(int, s
 
 // validateByConntrackMax checks a value stated per nf_conntrack_max:
 // positive limits, a count of a total each, nothing beside them the judge
-// would ignore, and the metric that reads them. A connect failure rate
-// means nothing without the limit it was measured under, so every
-// documented value of that metric is stated per limit.
+// would ignore, and the metric that reads them.
 func validateByConntrackMax(c *Claim, m mode.Mode, v Value, at int, add func(int, string, ...any)) {
 	if len(v.ByConntrackMax) == 0 {
-		if c.Metric == ConnectFailureRate && !v.Expected {
-			add(at, "mode %s: metric %s is stated per nf_conntrack_max: set by_conntrack_max (limit: {count, total, text})", m, ConnectFailureRate)
-		}
 		return
 	}
 	if c.Metric != ConnectFailureRate {

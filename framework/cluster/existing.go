@@ -19,11 +19,10 @@ import (
 type Existing struct {
 	sel    KubeconfigSelector
 	pinned *rest.Config
-	// clusterFit, as on kind: a cluster whose schedulable nodes have
-	// under 8 cores between them gets smaller CPU requests
-	// (smallClusterSizing), and one on an ipset-rewriting kube-router
-	// istio-cni in native nftables mode; both said in the report.
-	clusterFit
+	// readFacts, as on kind: the sizing of a cluster whose schedulable
+	// nodes have under 8 cores between them (smallClusterSizing), and an
+	// ipset-rewriting kube-router as its CNI.
+	readFacts
 }
 
 // NewExisting returns a provider for the cluster sel points at.
@@ -56,11 +55,11 @@ func (e *Existing) readSizing(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("-provider=existing: reading the nodes' allocatable CPU: %w", err)
 	}
-	e.cpuRequest, e.sizingWhy = smallClusterSizing(nodes.Items, "the cluster's %d schedulable nodes report %s allocatable CPU in all")
-	// A kube-router before v2.6.1 as the cluster's CNI drops pods from
-	// istio-cni's iptables-mode probe set (kuberouter.go), as on kind. A
-	// user allowed to list no DaemonSets keeps Istio's defaults.
-	e.ipsetKubeRouter, err = findIpsetRewritingKubeRouter(ctx, cs)
+	e.read.Sizing.CPURequest, e.read.Sizing.Why = smallClusterSizing(nodes.Items, "the cluster's %d schedulable nodes report %s allocatable CPU in all")
+	// A kube-router before KubeRouterIpsetFix as the cluster's CNI, as on
+	// kind (kuberouter.go). A user allowed to list no DaemonSets finds
+	// none.
+	e.read.IpsetRewriter, err = findIpsetRewritingKubeRouter(ctx, cs)
 	if err != nil && !apierrors.IsForbidden(errors.Unwrap(err)) {
 		return fmt.Errorf("-provider=existing: %w", err)
 	}
@@ -115,6 +114,9 @@ func (e *Existing) ExportLogs(ctx context.Context, dir string) error {
 
 // Delete does nothing: the suite never deletes a cluster it did not create.
 func (e *Existing) Delete(ctx context.Context) error { return nil }
+
+// Facts implements Provider: what Start read of the nodes and the CNI.
+func (e *Existing) Facts() Facts { return e.read }
 
 func writeYAML(path string, v any) error {
 	b, err := yaml.Marshal(v)

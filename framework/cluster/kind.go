@@ -48,10 +48,8 @@ type Kind struct {
 	// hostBefore is what the engine's network and Podman's cgroups were
 	// before Create, so Delete removes only what the creation added.
 	hostBefore engineLeftovers
-	// clusterFit: what Start read of the nodes and the CNI, and the
-	// sizing and istio-cni mode it implies (WorkloadSizer, IstioValuer,
-	// IstioCNIStater).
-	clusterFit
+	// readFacts: what Start read of the nodes and the CNI (Facts).
+	readFacts
 }
 
 // NewKind returns the kind provider; Start does the work.
@@ -262,8 +260,11 @@ func (k *Kind) Delete(ctx context.Context) error {
 	return nil
 }
 
-// NodesShareHost is true: kind's nodes are containers of one engine's host
-// and each reports that host's cores.
-func (k *Kind) NodesShareHost() bool { return true }
-
-var _ SharedHost = (*Kind)(nil)
+// Facts implements Provider: what Start read of the nodes and the CNI, and
+// that kind's nodes are containers of one engine's host, each reporting
+// that host's cores.
+func (k *Kind) Facts() Facts {
+	f := k.read
+	f.NodesShareHost = true
+	return f
+}

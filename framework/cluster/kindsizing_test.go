@@ -49,24 +49,21 @@ func TestKindWorkloadSizing(t *testing.T) {
 	}
 }
 
-// The Istio values follow the sizing: none on a cluster with room, the
-// local node's requests on a small one, and never istio-cni's directories
-// or iptables mode (those stay Istio's defaults on kind).
-func TestKindIstioValuesFollowSizing(t *testing.T) {
+// kind states the sizing it read among its facts, with its nodes sharing
+// the host; before Start (and with room) GUIDE's requests.
+func TestKindFactsFollowSizing(t *testing.T) {
 	k := NewKind(Options{})
-	if v := k.IstioValues(); v != nil {
-		t.Errorf("before Start / with room: %v, want none", v)
+	if f := k.Facts(); f != (Facts{NodesShareHost: true}) {
+		t.Errorf("before Start / with room: %+v, want only NodesShareHost", f)
 	}
-	k.cpuRequest, k.sizingWhy = kindWorkloadSizing([]corev1.Node{kindNode("w1", "2", false)})
-	v := k.IstioValues()
-	px := v["istiod"]["global"].(map[string]any)["proxy"].(map[string]any)["resources"].(map[string]any)["requests"].(map[string]any)
-	if px["cpu"] != LocalCPURequest {
-		t.Errorf("sidecar request %v, want %s", px["cpu"], LocalCPURequest)
+	k.read.Sizing.CPURequest, k.read.Sizing.Why = kindWorkloadSizing([]corev1.Node{kindNode("w1", "2", false)})
+	f := k.Facts()
+	const why = "kind's 1 schedulable nodes share this host's cores and report 2 allocatable CPU in all (below 8, where one meshed mode's pods at GUIDE's requests do not fit)"
+	if f.Sizing != (Sizing{LocalCPURequest, why}) || !f.NodesShareHost {
+		t.Errorf("small cluster: %+v, want %s because %q", f, LocalCPURequest, why)
 	}
-	for _, key := range []string{"cniBinDir", "cniConfDir", "cniNetnsDir", "global"} {
-		if _, ok := v["cni"][key]; ok {
-			t.Errorf("kind sets istio-cni's %s: %v", key, v["cni"])
-		}
+	if f.HostProcesses || f.CNIBinDir != "" || f.CNIConfDir != "" || f.NetnsDir != "" || f.IpsetRewriter != "" {
+		t.Errorf("kind states facts it did not read: %+v", f)
 	}
 }
 
@@ -106,19 +103,19 @@ func TestExistingProviderSizesASmallCluster(t *testing.T) {
 	if err := e.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	q, why := e.WorkloadCPURequest()
+	q, why := e.Facts().Sizing.CPURequest, e.Facts().Sizing.Why
 	if q != LocalCPURequest || !strings.Contains(why, "the cluster's 1 schedulable nodes report 2 allocatable CPU") {
 		t.Errorf("2-core cluster: %q (%q)", q, why)
 	}
-	if v := e.IstioValues(); v == nil {
-		t.Error("2-core cluster: the charts keep their requests")
+	if f := e.Facts(); f.HostProcesses || f.NodesShareHost || f.CNIBinDir != "" || f.IpsetRewriter != "" {
+		t.Errorf("2-core cluster: facts %+v state more than the sizing", f)
 	}
 	node("big", "6")
 	e = NewExisting(KubeconfigSelector{Path: path, Context: "envtest"})
 	if err := e.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if q, why := e.WorkloadCPURequest(); q != "" || why != "" || e.IstioValues() != nil {
-		t.Errorf("8 cores between the nodes: %q (%q), want GUIDE's requests", q, why)
+	if f := e.Facts(); f != (Facts{}) {
+		t.Errorf("8 cores between the nodes: %+v, want GUIDE's requests", f)
 	}
 }

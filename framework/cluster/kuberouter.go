@@ -11,22 +11,18 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-// kubeRouterIpsetFix is the first kube-router release that leaves other
-// programs' ipsets alone (kube-router#1918, its commit 6c44013b "ignore
-// non-kube-router ipsets ... like Istio"). Before it, every sync of its
-// NetworkPolicy controller ends with `ipset save` of all the node's sets
-// and the next begins by restoring and swapping each saved set back, which
-// erases the pod IPs istio-cni added in between to its iptables-mode probe
-// set istio-inpod-probes-v4. Those pods' kubelet probes then reach ztunnel
-// unSNATed and STRICT mTLS denies them: on the 3-node kind cluster of
-// make kind-node-image (kube-router v2.1.0) ambient set-up failed with 2 of
-// 6 echo pods Ready (docs/kind-on-podman.md, the run of 2026-12-02).
-const kubeRouterIpsetFix = "v2.6.1"
+// KubeRouterIpsetFix is the first kube-router release that leaves other
+// programs' ipsets alone (kube-router#1918, its commit 6c44013b). Before
+// it, every sync of its NetworkPolicy controller ends with `ipset save` of
+// all the node's sets and the next begins by restoring and swapping each
+// saved set back, which erases whatever another program added to a set of
+// its own in between (Facts.IpsetRewriter).
+const KubeRouterIpsetFix = "v2.6.1"
 
 // ipsetRewritingKubeRouter returns the image of a kube-router DaemonSet
-// among dss whose version is before kubeRouterIpsetFix, or "". An image
-// whose tag is not a version (latest, a digest alone) is not judged: the
-// suite keeps Istio's defaults rather than guess.
+// among dss whose version is before KubeRouterIpsetFix, or "". An image
+// whose tag is not a version (latest, a digest alone) is not judged: it is
+// not named rather than guessed at.
 func ipsetRewritingKubeRouter(dss []appsv1.DaemonSet) string {
 	for _, ds := range dss {
 		for _, c := range ds.Spec.Template.Spec.Containers {
@@ -38,7 +34,7 @@ func ipsetRewritingKubeRouter(dss []appsv1.DaemonSet) string {
 			if !strings.HasPrefix(v, "v") {
 				v = "v" + v
 			}
-			if semver.IsValid(v) && semver.Compare(v, kubeRouterIpsetFix) < 0 {
+			if semver.IsValid(v) && semver.Compare(v, KubeRouterIpsetFix) < 0 {
 				return c.Image
 			}
 		}
@@ -66,25 +62,4 @@ func findIpsetRewritingKubeRouter(ctx context.Context, cs kubernetes.Interface) 
 		return "", fmt.Errorf("reading the DaemonSets for the cluster's kube-router: %w", err)
 	}
 	return ipsetRewritingKubeRouter(dss.Items), nil
-}
-
-// nftablesIstioCNI is what the report states when istio-cni is switched to
-// native nftables because of an ipset-rewriting kube-router (image).
-func nftablesIstioCNI(image string) string {
-	return "native nftables (global.nativeNftables=true): the cluster's CNI " + image +
-		" rewrites every host ipset each sync (kube-router#1918, fixed in " + kubeRouterIpsetFix +
-		"), which drops pods from istio-cni's iptables-mode probe set; Istio's default is iptables mode"
-}
-
-// withNativeNftables adds istio-cni's native nftables switch to v (which
-// may be nil) and returns it.
-func withNativeNftables(v map[string]map[string]any) map[string]map[string]any {
-	if v == nil {
-		v = map[string]map[string]any{}
-	}
-	if v["cni"] == nil {
-		v["cni"] = map[string]any{}
-	}
-	v["cni"]["global"] = map[string]any{"nativeNftables": true}
-	return v
 }

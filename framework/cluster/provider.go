@@ -22,7 +22,6 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/meshclaims/meshclaims/framework/localk8s"
-	"github.com/meshclaims/meshclaims/framework/probeset"
 )
 
 // Provider is a cluster a run can use.
@@ -46,6 +45,9 @@ type Provider interface {
 	// Delete removes the cluster if this provider created it; providers
 	// never delete clusters they only attached to.
 	Delete(ctx context.Context) error
+	// Facts are what the provider knows of the nodes (facts.go); kind and
+	// existing read theirs at Start, and report the zero Facts before.
+	Facts() Facts
 }
 
 // Provider names accepted by New.
@@ -139,120 +141,40 @@ func (l *localProvider) Describe() string {
 		}
 		return strings.TrimSpace(strings.SplitN(string(out), "\n", 2)[0])
 	}
-	return fmt.Sprintf("local single-node cluster: %s; %s; CNI bridge/host-local; CoreDNS v1.15.0 and kube-router v2.1.0 built from their modules",
-		first(c.Containerd, "--version"), first(c.Runc, "--version"))
+	return fmt.Sprintf("local single-node cluster: %s; %s; CNI bridge/host-local; CoreDNS v1.15.0 and %s built from their modules",
+		first(c.Containerd, "--version"), first(c.Runc, "--version"), localKubeRouter)
 }
 
-// IstioValuer is implemented by providers whose nodes need Istio chart
-// values of their own, keyed by chart name (base, istiod, cni, ztunnel);
-// the installer merges them under the user's -istio-values.
-type IstioValuer interface {
-	IstioValues() map[string]map[string]any
-}
-
-// SharedHost is implemented by providers whose nodes are containers on one
-// host (kind): each node reports the host's cores as its capacity, so the
-// cluster has the cores of one node, not their sum.
-type SharedHost interface {
-	NodesShareHost() bool
-}
-
-// WorkloadSizer is implemented by providers whose nodes cannot schedule
-// the suite's workloads at GUIDE's CPU request (50m per pod); the fixtures
-// request WorkloadCPURequest instead, with GUIDE's limits, and the report
-// says so with Why.
-type WorkloadSizer interface {
-	WorkloadCPURequest() (quantity, why string)
-}
-
-// LocalCPURequest is the CPU request of every workload container and every
-// injected sidecar on the local node: two shared cores cannot hold the
-// requests of every mode's namespace at GUIDE's 50m (none, one meshed mode
-// and the outside client are 38 pods, 1.9 cores, before the sidecars); 10m
-// keeps them all schedulable. Limits stay GUIDE's (300m) and the chart's,
-// so a pod's share under load is what it was.
+// LocalCPURequest is the CPU request of every workload container on the
+// local node (Sizing): two shared cores cannot hold the requests of every
+// mode's namespace at GUIDE's 50m (none, one meshed mode and the outside
+// client are 38 pods, 1.9 cores, before any container a mesh adds); 10m
+// keeps them all schedulable. Limits stay GUIDE's (300m), so a pod's share
+// under load is what it was.
 const LocalCPURequest = "10m"
 
-// WorkloadCPURequest is LocalCPURequest, with the reason the report states.
-func (l *localProvider) WorkloadCPURequest() (string, string) {
-	return LocalCPURequest, "the local node has 2 shared cores: workload CPU requests " + LocalCPURequest +
-		" instead of GUIDE's 50m (limits GUIDE's 300m), sidecar CPU requests " + LocalCPURequest + " instead of the chart's 100m"
-}
+// localKubeRouter is the local node's NetworkPolicy controller (cmd/kube-router),
+// a kube-router before KubeRouterIpsetFix.
+const localKubeRouter = "kube-router v2.1.0"
 
-// IstioCNIHost is implemented by providers whose nodes' host is the one the
-// suite runs on (the local provider): the suite reads istio-cni's host
-// probe set there (readiness diagnostics, the environment record), and the
-// provider says what it set for istio-cni beyond Istio's defaults.
-type IstioCNIHost interface {
-	IstioCNIStater
-	// IstioProbeSet reads istio-cni's host probe set.
-	IstioProbeSet(ctx context.Context) (probeset.Set, error)
-}
+// localNetnsDir is where the local node's containerd keeps the pods'
+// network namespaces (its default, not under its state directory:
+// localk8s's render.go), a tmpfs of the node's own mount namespace
+// (localk8s.NodeRunDirs).
+const localNetnsDir = "/var/run/netns"
 
-// IstioCNIStater is implemented by providers that may set istio-cni apart
-// from Istio's defaults (IstioValuer), so the report can say so beside the
-// ambient numbers.
-type IstioCNIStater interface {
-	// IstioCNISettings says, for the report, how istio-cni is configured
-	// and why; "" when it keeps Istio's defaults.
-	IstioCNISettings() string
-}
-
-// LocalIstioCNI is the local provider's istio-cni setting as the report
-// states it beside the ambient modes' numbers.
-const LocalIstioCNI = "native nftables (global.nativeNftables=true; the node's kube-router v2.1.0 rewrites every host ipset each sync, kube-router#1918; Istio's default is iptables mode)"
-
-// IstioCNISettings states istio-cni's native nftables mode (IstioValues).
-func (l *localProvider) IstioCNISettings() string { return LocalIstioCNI }
-
-// IstioProbeSet reads the probe set on this host, which is the node's (the
-// node shares the host's network namespace).
-func (l *localProvider) IstioProbeSet(ctx context.Context) (probeset.Set, error) {
-	return probeset.Read(ctx, probeset.HostRunner)
-}
-
-// IstioValues fits Istio to the local single-node cluster: one istiod
-// without autoscaling and with small requests (two shared cores), and
-// istio-cni chained onto the node's own CNI configuration and plugin
-// directories (both in the state directory; the plugins' are links to the
-// Debian plugins), with the network namespaces where the node's containerd
-// keeps them, in native nftables mode (LocalIstioCNI), and a small ztunnel.
-//
-// Native nftables here, and on kind over the same kube-router
-// (kuberouter.go): the node's kube-router (v2.1.0, the newest
-// the Go module proxy serves) ends every sync with `ipset save` of all the
-// host's sets and begins the next by restoring and swapping every saved set
-// back (its pkg/utils/ipset.go; kube-router#1918, fixed in v2.6.1), which
-// wipes the pod IPs istio-cni adds to its iptables-mode probe ipset between
-// two syncs; the kubelet's probes of those pods then reach ztunnel
-// unSNATed and STRICT mTLS denies them. In nftables mode the probe set is
-// an nftables set in istio-cni's own table, which ipset never sees. Only
-// istio-cni's chart reads global.nativeNftables for ambient (istiod's uses
-// it for the sidecar's istio-init, which this leaves as it is; ztunnel's
-// chart has no such value).
-func (l *localProvider) IstioValues() map[string]map[string]any {
+// Facts of the local node: the host's own processes on two shared cores,
+// its CNI directories in the state directory (the plugins' are links to
+// the Debian plugins), and its kube-router, which rewrites every host
+// ipset (KubeRouterIpsetFix).
+func (l *localProvider) Facts() Facts {
 	c := l.Config()
-	return map[string]map[string]any{
-		"istiod": {
-			"autoscaleEnabled": false,
-			"replicaCount":     1,
-			"resources":        map[string]any{"requests": map[string]any{"cpu": "100m", "memory": "256Mi"}},
-			// The injected istio-init and istio-proxy request 100m each by
-			// default: 18 sidecar pods would ask for 1.8 of the 2 cores.
-			// Requests only; the limits stay the chart's.
-			"global": map[string]any{"proxy": map[string]any{"resources": map[string]any{"requests": map[string]any{"cpu": LocalCPURequest, "memory": "128Mi"}}}},
-		},
-		"cni": {
-			"cniBinDir":  c.Layout().CNIBinDir(),
-			"cniConfDir": c.Layout().CNIConfDir(),
-			// Where containerd keeps the pods' netns in the node's mount
-			// namespace (a tmpfs of the node's own; localk8s.NodeRunDirs).
-			"cniNetnsDir": "/var/run/netns",
-			"resources":   map[string]any{"requests": map[string]any{"cpu": "50m", "memory": "64Mi"}},
-			"global":      map[string]any{"nativeNftables": true},
-		},
-		"ztunnel": {
-			"resources": map[string]any{"requests": map[string]any{"cpu": "50m", "memory": "64Mi"}},
-		},
+	return Facts{
+		HostProcesses: true,
+		CNIBinDir:     c.Layout().CNIBinDir(),
+		CNIConfDir:    c.Layout().CNIConfDir(),
+		NetnsDir:      localNetnsDir,
+		IpsetRewriter: localKubeRouter,
+		Sizing:        Sizing{CPURequest: LocalCPURequest, Why: "the local node has 2 shared cores"},
 	}
 }

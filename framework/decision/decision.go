@@ -48,8 +48,17 @@ const (
 	Rollout       Requirement = "Zero-downtime rollout"
 )
 
-// Requirements are GUIDE's rows, in its order.
-var Requirements = []Requirement{MTLS, NetworkPolicy, Latency, Rollout}
+// rows are GUIDE's requirements in its order, each with the rule that
+// marks its cell in a mode.
+var rows = []struct {
+	name Requirement
+	cell func(*run, mode.Mode) Cell
+}{
+	{MTLS, (*run).mtls},
+	{NetworkPolicy, (*run).netpol},
+	{Latency, (*run).latency},
+	{Rollout, (*run).rollout},
+}
 
 // The claims that feed each row.
 var (
@@ -188,20 +197,10 @@ func Summarize(in Input, reg *claims.Registry) (*Summary, bool) {
 	if len(s.Modes) == 0 {
 		return nil, false
 	}
-	for _, req := range Requirements {
-		row := Row{Requirement: req, Rule: Rules[req]}
+	for _, req := range rows {
+		row := Row{Requirement: req.name, Rule: Rules[req.name]}
 		for _, m := range s.Modes {
-			var c Cell
-			switch req {
-			case MTLS:
-				c = r.mtls(m)
-			case NetworkPolicy:
-				c = r.netpol(m)
-			case Latency:
-				c = r.latency(m)
-			case Rollout:
-				c = r.rollout(m)
-			}
+			c := req.cell(r, m)
 			c.Mode = m
 			row.Cells = append(row.Cells, c)
 		}
@@ -570,6 +569,9 @@ func rolloutRule(base *Judged, why string, hard *Judged, hwhy string, max float6
 			c.Mark, c.Why = Fail, "errors as deployed and with GUIDE's hardening"
 		default:
 			c.Mark, c.Why = Fail, "errors as deployed; the hardened run does not show zero"
+			if hard != nil && hardText != "hardened: undecided: "+hard.Reason {
+				c.Why = fmt.Sprintf("errors as deployed; the hardened run's upper bounds are above %s (too few requests to show zero)", pct(max))
+			}
 		}
 	}
 	c.Measured += "; " + hardText
@@ -683,8 +685,8 @@ func conclude(s *Summary) string {
 	var all []string
 	for _, m := range s.Modes {
 		ok := true
-		for _, req := range Requirements {
-			if c, _ := s.Cell(req, m); c.Mark != Pass {
+		for _, req := range rows {
+			if c, _ := s.Cell(req.name, m); c.Mark != Pass {
 				ok = false
 			}
 		}

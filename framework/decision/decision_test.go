@@ -103,6 +103,8 @@ func TestRules(t *testing.T) {
 			[]rec{rollout("rollout.baseline", mode.AmbientL7, 1528, 84, 59913), rollout("rollout.hardened", mode.AmbientL7, 648, 0, 60000)}, nil, Fail, "errors as deployed and with GUIDE's hardening"},
 		{"rollout: errors and no hardened run", Rollout, mode.Sidecar, []rec{rollout("rollout.baseline", mode.Sidecar, 432, 0, 60000)},
 			map[string]string{"rollout.hardened|sidecar": "no record: filtered out"}, Fail, "hardened: rollout.hardened not measured"},
+		{"rollout: errors, the hardened run too short to show zero", Rollout, mode.Sidecar,
+			[]rec{rollout("rollout.baseline", mode.Sidecar, 21, 0, 2992), rollout("rollout.hardened", mode.Sidecar, 0, 0, 2992)}, nil, Fail, "the hardened run's upper bounds are above 0.1% (too few requests to show zero)"},
 		{"rollout: too few requests to show zero", Rollout, mode.Sidecar, []rec{rollout("rollout.baseline", mode.Sidecar, 0, 0, 500)}, nil, Undecided, "too few requests"},
 		{"rollout: not measured", Rollout, mode.Sidecar, nil, map[string]string{"rollout.baseline|sidecar": "no record: filtered out"}, Undecided, "rollout.baseline not measured"},
 	}

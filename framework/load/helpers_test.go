@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
@@ -46,6 +47,66 @@ func startClient(t testing.TB) string {
 func startEcho(t testing.TB) string {
 	t.Helper()
 	return "http://" + serve(t, http.HandlerFunc(fhttp.EchoHandler)) + "/"
+}
+
+// servedCodes counts the status codes a handler answered with, taken
+// before the answer leaves: once a load's result is back, every request it
+// made is counted here.
+type servedCodes struct {
+	mu    sync.Mutex
+	codes map[int]int64
+}
+
+func (s *servedCodes) add(code int) {
+	s.mu.Lock()
+	s.codes[code]++
+	s.mu.Unlock()
+}
+
+// Codes is a copy of the counts so far.
+func (s *servedCodes) Codes() map[int]int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[int]int64, len(s.codes))
+	for c, n := range s.codes {
+		out[c] = n
+	}
+	return out
+}
+
+type countingWriter struct {
+	http.ResponseWriter
+	s       *servedCodes
+	counted bool
+}
+
+func (w *countingWriter) WriteHeader(code int) {
+	if !w.counted {
+		w.counted = true
+		w.s.add(code)
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *countingWriter) Write(b []byte) (int, error) {
+	if !w.counted {
+		w.WriteHeader(http.StatusOK)
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// startCountingEcho is startEcho with the codes it answered counted.
+func startCountingEcho(t testing.TB) (string, *servedCodes) {
+	t.Helper()
+	s := &servedCodes{codes: map[int]int64{}}
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		cw := &countingWriter{ResponseWriter: w, s: s}
+		fhttp.EchoHandler(cw, r)
+		if !cw.counted {
+			cw.WriteHeader(http.StatusOK)
+		}
+	})
+	return "http://" + serve(t, h) + "/", s
 }
 
 // newEngine returns an engine on a fresh loopback client.

@@ -20,9 +20,10 @@ import (
 
 func TestInjected503RateIsCountedAndCovered(t *testing.T) {
 	e, _ := newEngine(t)
-	echo := startEcho(t)
+	echo, served := startCountingEcho(t)
+	const conns = 8
 	run, err := e.Run(context.Background(), "inject-503", load.Spec{
-		URL: echo + "?status=503:10", QPS: 1000, Connections: 8, Duration: 3 * time.Second, AllowInitialErrors: true,
+		URL: echo + "?status=503:10", QPS: 1000, Connections: conns, Duration: 3 * time.Second, AllowInitialErrors: true,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -35,20 +36,38 @@ func TestInjected503RateIsCountedAndCovered(t *testing.T) {
 	if total < 500 {
 		t.Fatalf("only %d requests in 3 s: too few to judge a 10%% rate", total)
 	}
+	// Guaranteed: the result counts every answer the server gave, by its
+	// code, except fortio's warm-up (one request per connection before the
+	// run, fhttp/httprunner.go), which is never in RetCodes.
+	srv := served.Codes()
+	var warmup int64
+	for code, n := range srv {
+		if n < codes[code] {
+			t.Errorf("code %d: %d served, %d counted", code, n, codes[code])
+		}
+		warmup += n - codes[code]
+	}
+	if len(srv) != 2 || warmup != conns {
+		t.Errorf("served %v, counted %v: %d uncounted, want the %d warm-up requests", srv, codes, warmup, conns)
+	}
 	p95, err := stats.Wilson(codes[503], total, 0.95)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("injected 10%%: measured %v", p95)
-	// Statistically expected: the 95% interval covers 10% in 95% of runs. To
-	// keep the test from failing 1 run in 20 by design, the assertion uses
-	// the 99.9% interval (fails about 1 run in 1000 if fortio injects 10%).
-	p999, err := stats.Wilson(codes[503], total, 0.999)
+	t.Logf("injected 10%%: measured %v (served %v)", p95, srv)
+	// Statistically expected: fortio draws each request's code at random,
+	// so a 95% interval misses 10% in 1 run in 20 and a 99.9% one in 1 in
+	// 1000, too often for a test run on every change. The assertion uses a
+	// 1-1e-9 interval (6.1 standard errors): a false failure about once in
+	// a billion runs. At the 3000 requests of this load it still spans only
+	// about 7% to 14%, so half the 503s lost or each counted twice fails
+	// it; a smaller miscount fails the served-against-counted check above.
+	tight, err := stats.Wilson(codes[503], total, 1-1e-9)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !p999.CI.Contains(0.10) {
-		t.Errorf("99.9%% interval %v does not cover the injected 10%%", p999)
+	if !tight.CI.Contains(0.10) {
+		t.Errorf("1-1e-9 interval %v does not cover the injected 10%%", tight)
 	}
 	// 503s are HTTP responses, not socket errors.
 	if run.SocketErrors() != 0 {

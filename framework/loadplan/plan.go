@@ -205,6 +205,22 @@ func Write(w io.Writer, modes []mode.Mode, scale float64, specs []Spec, costs *C
 	return e
 }
 
+// Absorb takes from o what c lacks: the cost of each spec c has none for
+// (its Whole from the same run as its Beyond, or none), and o's set-up
+// where it is longer. c's Beyond and Whole must not be nil.
+func (c *Costs) Absorb(o *Costs) {
+	c.SetUp = max(c.SetUp, o.SetUp)
+	for k, d := range o.Beyond {
+		if _, ok := c.Beyond[k]; ok {
+			continue
+		}
+		c.Beyond[k] = d
+		if w, ok := o.Whole[k]; ok {
+			c.Whole[k] = w
+		}
+	}
+}
+
 // MergeCosts joins the costs of several earlier runs into one, so a plan
 // of modes measured in separate runs (one mode per run, as the scale-1
 // bench records are kept) knows every spec's cost: each "claim [mode]"
@@ -224,16 +240,7 @@ func MergeCosts(cs []*Costs) (*Costs, error) {
 			return nil, fmt.Errorf("run %s is at -duration-scale=%g and run %s at %g; give runs of one scale", cs[0].Run, cs[0].Scale, c.Run, c.Scale)
 		}
 		runs = append(runs, c.Run)
-		out.SetUp = max(out.SetUp, c.SetUp)
-		for k, d := range c.Beyond {
-			if _, ok := out.Beyond[k]; !ok {
-				out.Beyond[k] = d
-				// Whole from the same run as Beyond, or none.
-				if w, ok := c.Whole[k]; ok {
-					out.Whole[k] = w
-				}
-			}
-		}
+		out.Absorb(c)
 	}
 	out.Run = strings.Join(runs, " + ")
 	return out, nil

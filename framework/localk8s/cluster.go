@@ -152,49 +152,100 @@ func EnsureKubeRouter(ctx context.Context, c Config) error {
 
 // Start brings the cluster up and returns when the node is Ready and the
 // cluster DNS answers. On error the caller should still call Delete.
-func (k *Cluster) Start(ctx context.Context) (err error) {
+func (k *Cluster) Start(ctx context.Context) error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.started {
 		return errors.New("localk8s: Start called twice")
 	}
-	c := k.cfg
-	l := c.Layout()
-	if err := CheckHost(c); err != nil {
+	if err := CheckHost(k.cfg); err != nil {
 		return err
 	}
+	st := &starting{Cluster: k, c: k.cfg, l: k.cfg.Layout(), comps: Components(k.cfg)}
 	phase := time.Now()
-	mark := func(name string) {
+	for _, step := range st.steps() {
+		if err := step.run(ctx); err != nil {
+			return err
+		}
+		if step.done == "" {
+			continue
+		}
 		d := time.Since(phase)
-		k.Timings = append(k.Timings, Timing{name, d})
-		k.logf("local: %s (%s)", name, d.Round(100*time.Millisecond))
+		k.Timings = append(k.Timings, Timing{step.done, d})
+		k.logf("local: %s (%s)", step.done, d.Round(100*time.Millisecond))
 		phase = time.Now()
 	}
+	return nil
+}
 
-	// Leftovers of an earlier run (a killed test binary) go first; with
-	// KeepState the state directory stays.
-	if err := Wipe(ctx, c); err != nil {
+// startStep is one part of Start, in order; done names what holds once it
+// ran, for Timings and the progress line ("" for a part not timed).
+type startStep struct {
+	done string
+	run  func(ctx context.Context) error
+}
+
+// starting is what Start's steps hand on to the ones after them.
+type starting struct {
+	*Cluster
+	c     Config
+	l     Layout
+	comps []Component
+	// images delivers the node's system images, built while the control
+	// plane starts.
+	images chan builtImages
+	files  map[string][]byte
+	cs     *kubernetes.Clientset
+	// initPID is the node init's host PID once it runs (0 before).
+	initPID int
+}
+
+type builtImages struct {
+	tars []string
+	err  error
+}
+
+// steps are Start's parts, in the order they run.
+func (st *starting) steps() []startStep {
+	return []startStep{
+		{"wiped leftovers", st.wipeLeftovers},
+		{"PKI, configs and bridge", st.prepareHost},
+		{"etcd up", st.startEtcd},
+		{"kube-apiserver ready", st.startAPIServer},
+		{"controller-manager, scheduler, containerd started", st.startControllersAndNode},
+		{"pause and CoreDNS images built and imported", st.importImages},
+		{"node Ready", st.startKubeletAndProxy},
+		{"cluster DNS answers", st.startNetworkPolicyAndDNS},
+		{"", st.waitDefaultServiceAccount},
+	}
+}
+
+// wipeLeftovers removes an earlier run's leftovers (a killed test binary);
+// with KeepState the state directory stays.
+func (st *starting) wipeLeftovers(ctx context.Context) error {
+	if err := Wipe(ctx, st.c); err != nil {
 		return fmt.Errorf("localk8s: cleaning up an earlier run: %w", err)
 	}
-	if busy := portsInUse(c); len(busy) > 0 {
+	if busy := portsInUse(st.c); len(busy) > 0 {
 		return fmt.Errorf("localk8s: ports %s are in use: another Kubernetes (or another local cluster) runs on this host; stop it first", strings.Join(busy, ", "))
 	}
-	k.started = true
-	mark("wiped leftovers")
+	st.started = true
+	return nil
+}
 
-	// Build what the node needs while the control plane starts.
-	type built struct {
-		tars []string
-		err  error
-	}
-	imagesDone := make(chan built, 1)
+// prepareHost starts building what the node needs (while the control
+// plane starts), then records the host state the wipe restores and writes
+// the PKI, the configuration and the bridge.
+func (st *starting) prepareHost(ctx context.Context) error {
+	c, l := st.c, st.l
+	st.images = make(chan builtImages, 1)
 	go func() {
 		if err := EnsureKubeRouter(ctx, c); err != nil {
-			imagesDone <- built{err: err}
+			st.images <- builtImages{err: err}
 			return
 		}
 		tars, err := BuildSystemImages(ctx, c, l.Images())
-		imagesDone <- built{tars, err}
+		st.images <- builtImages{tars, err}
 	}()
 
 	for _, d := range []string{l.PKI(), l.Conf(), l.Logs(), l.Etcd(), l.ContainerdRoot(), l.ContainerdState(), l.KubeletRoot(), l.PodLogs(), l.CNIConfDir(), l.CNIDataDir()} {
@@ -235,6 +286,7 @@ func (k *Cluster) Start(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	st.files = files
 	for name, b := range files {
 		dir := l.Conf()
 		if strings.HasSuffix(name, ".conflist") {
@@ -247,66 +299,68 @@ func (k *Cluster) Start(ctx context.Context) (err error) {
 	if err := os.WriteFile(l.ConfFile("resolv.conf"), ResolvConf(c), 0o644); err != nil {
 		return err
 	}
-	if err := setupBridge(ctx, c); err != nil {
-		return err
-	}
-	mark("PKI, configs and bridge")
+	return setupBridge(ctx, c)
+}
 
-	rc, err := clientcmd.BuildConfigFromFlags("", l.AdminKubeconfig())
+// start starts component name, a node component inside the node's
+// namespaces.
+func (st *starting) start(name string) error {
+	for _, comp := range st.comps {
+		if comp.Name == name {
+			if comp.InNode {
+				if st.initPID == 0 {
+					return fmt.Errorf("localk8s: %s is a node component, started before the node init", name)
+				}
+				comp = InNode(comp, st.initPID)
+			}
+			_, err := st.sup.Start(comp)
+			return err
+		}
+	}
+	return fmt.Errorf("localk8s: no component %q", name)
+}
+
+// startEtcd pins the admin REST config and starts etcd.
+func (st *starting) startEtcd(ctx context.Context) error {
+	rc, err := clientcmd.BuildConfigFromFlags("", st.l.AdminKubeconfig())
 	if err != nil {
 		return fmt.Errorf("localk8s: admin kubeconfig: %w", err)
 	}
 	rc.QPS, rc.Burst = 50, 100
-	k.rest = rc
-	cs, err := kubernetes.NewForConfig(rc)
-	if err != nil {
+	st.rest = rc
+	if st.cs, err = kubernetes.NewForConfig(rc); err != nil {
 		return err
 	}
-
-	comps := Components(c)
-	initPID := 0
-	start := func(name string) error {
-		for _, comp := range comps {
-			if comp.Name == name {
-				if comp.InNode {
-					if initPID == 0 {
-						return fmt.Errorf("localk8s: %s is a node component, started before the node init", name)
-					}
-					comp = InNode(comp, initPID)
-				}
-				_, err := k.sup.Start(comp)
-				return err
-			}
-		}
-		return fmt.Errorf("localk8s: no component %q", name)
-	}
-	if err := start(Etcd); err != nil {
+	if err := st.start(Etcd); err != nil {
 		return err
 	}
-	if err := k.waitFor(ctx, Etcd, 60*time.Second, func(ctx context.Context) error {
+	return st.waitFor(ctx, Etcd, 60*time.Second, func(ctx context.Context) error {
 		return httpOK(ctx, &http.Client{}, fmt.Sprintf("http://127.0.0.1:%d/health", EtcdPort))
-	}); err != nil {
+	})
+}
+
+func (st *starting) startAPIServer(ctx context.Context) error {
+	if err := st.start(KubeAPIServer); err != nil {
 		return err
 	}
-	mark("etcd up")
-	if err := start(KubeAPIServer); err != nil {
-		return err
-	}
-	if err := k.waitFor(ctx, KubeAPIServer, 120*time.Second, func(ctx context.Context) error {
-		return cs.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx).Error()
-	}); err != nil {
-		return err
-	}
-	mark("kube-apiserver ready")
+	return st.waitFor(ctx, KubeAPIServer, 120*time.Second, func(ctx context.Context) error {
+		return st.cs.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx).Error()
+	})
+}
+
+// startControllersAndNode publishes kube-proxy's configuration, starts the
+// controller-manager and the scheduler, the node's init and containerd.
+func (st *starting) startControllersAndNode(ctx context.Context) error {
+	c := st.c
 	// kube-system is created by the API server itself shortly after it
 	// is ready; the wait covers that moment.
-	if err := k.waitFor(ctx, KubeAPIServer, 60*time.Second, func(ctx context.Context) error {
-		return PublishKubeProxyConfig(ctx, cs, files["kube-proxy.yaml"])
+	if err := st.waitFor(ctx, KubeAPIServer, 60*time.Second, func(ctx context.Context) error {
+		return PublishKubeProxyConfig(ctx, st.cs, st.files["kube-proxy.yaml"])
 	}); err != nil {
 		return err
 	}
 	for _, n := range []string{KubeControllerManager, KubeScheduler} {
-		if err := start(n); err != nil {
+		if err := st.start(n); err != nil {
 			return err
 		}
 	}
@@ -314,28 +368,30 @@ func (k *Cluster) Start(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	initProc, err := k.sup.Start(initComp)
+	initProc, err := st.sup.Start(initComp)
 	if err != nil {
 		return err
 	}
 	if err := waitNodeInit(ctx, initProc, c); err != nil {
 		return err
 	}
-	initPID = initProc.Cmd.Process.Pid
-	k.nodeInitPID = initPID
-	if err := start(Containerd); err != nil {
+	st.initPID = initProc.Cmd.Process.Pid
+	st.nodeInitPID = st.initPID
+	if err := st.start(Containerd); err != nil {
 		return err
 	}
-	if err := k.waitFor(ctx, Containerd, 60*time.Second, func(ctx context.Context) error {
-		_, err := run(ctx, c.Ctr, "--address", l.ContainerdSocket(), "version")
+	return st.waitFor(ctx, Containerd, 60*time.Second, func(ctx context.Context) error {
+		_, err := run(ctx, c.Ctr, "--address", st.l.ContainerdSocket(), "version")
 		return err
-	}); err != nil {
-		return err
-	}
-	mark("controller-manager, scheduler, containerd started")
-	var b built
+	})
+}
+
+// importImages waits for the system images prepareHost started building
+// and imports them into the node's containerd.
+func (st *starting) importImages(ctx context.Context) error {
+	var b builtImages
 	select {
-	case b = <-imagesDone:
+	case b = <-st.images:
 	case <-ctx.Done():
 		return ctx.Err()
 	}
@@ -343,34 +399,39 @@ func (k *Cluster) Start(ctx context.Context) (err error) {
 		return b.err
 	}
 	for _, t := range b.tars {
-		if err := ImportImage(ctx, c, t); err != nil {
+		if err := ImportImage(ctx, st.c, t); err != nil {
 			return err
 		}
 	}
-	mark("pause and CoreDNS images built and imported")
+	return nil
+}
+
+func (st *starting) startKubeletAndProxy(ctx context.Context) error {
 	for _, n := range []string{Kubelet, KubeProxy} {
-		if err := start(n); err != nil {
+		if err := st.start(n); err != nil {
 			return err
 		}
 	}
-	if err := k.waitFor(ctx, Kubelet, c.ReadyTimeout, func(ctx context.Context) error {
-		return nodeReady(ctx, cs, c.NodeName)
-	}); err != nil {
-		return err
-	}
-	mark("node Ready")
+	return st.waitFor(ctx, Kubelet, st.c.ReadyTimeout, func(ctx context.Context) error {
+		return nodeReady(ctx, st.cs, st.c.NodeName)
+	})
+}
+
+// startNetworkPolicyAndDNS starts kube-router and deploys the cluster DNS.
+func (st *starting) startNetworkPolicyAndDNS(ctx context.Context) error {
+	c := st.c
 	// kube-router identifies its node by the Node object, which exists only
 	// once the kubelet registered it.
 	if !c.DisableNetworkPolicy {
-		if err := start(KubeRouter); err != nil {
+		if err := st.start(KubeRouter); err != nil {
 			return err
 		}
 	}
-	if err := deployDNS(ctx, cs, c); err != nil {
+	if err := deployDNS(ctx, st.cs, c); err != nil {
 		return err
 	}
 	want := c.APIServiceIP()
-	if err := k.waitFor(ctx, "cluster DNS", c.ReadyTimeout, func(ctx context.Context) error {
+	return st.waitFor(ctx, "cluster DNS", c.ReadyTimeout, func(ctx context.Context) error {
 		addrs, err := LookupViaClusterDNS(ctx, c, "kubernetes.default.svc.cluster.local.")
 		if err != nil {
 			return err
@@ -379,19 +440,17 @@ func (k *Cluster) Start(ctx context.Context) (err error) {
 			return fmt.Errorf("kubernetes.default.svc.cluster.local resolved to %v, want %s", addrs, want)
 		}
 		return nil
-	}); err != nil {
+	})
+}
+
+// waitDefaultServiceAccount: the default ServiceAccount must exist before
+// pods can be created in "default"; the suite's own namespaces get theirs
+// within a second.
+func (st *starting) waitDefaultServiceAccount(ctx context.Context) error {
+	return st.waitFor(ctx, KubeControllerManager, 60*time.Second, func(ctx context.Context) error {
+		_, err := st.cs.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{})
 		return err
-	}
-	mark("cluster DNS answers")
-	// The default ServiceAccount must exist before pods can be created in
-	// "default"; the suite's own namespaces get theirs within a second.
-	if err := k.waitFor(ctx, KubeControllerManager, 60*time.Second, func(ctx context.Context) error {
-		_, err := cs.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{})
-		return err
-	}); err != nil {
-		return err
-	}
-	return nil
+	})
 }
 
 // waitFor polls check until it succeeds, failing early with the component's

@@ -160,7 +160,8 @@ func quantities(metric claims.Metric, o, n verdict.Measurement) []Quantity {
 		}
 		qs = append(qs, q)
 	}
-	label := map[claims.Metric]string{claims.ErrorRate: "503 rate", claims.SuccessRate: "non-200 rate", claims.DuplicateCount: "duplicate rate", claims.FailureRate: "client-visible failure rate"}[metric]
+	reading := verdict.MetricOf(metric).Reading()
+	label := reading.Rate
 	if label == "" {
 		label = "rate"
 	}
@@ -176,15 +177,13 @@ func quantities(metric claims.Metric, o, n verdict.Measurement) []Quantity {
 			q.CI, q.Change = &ci, dd.Significant()
 			q.Old = fmt.Sprintf("%.4g (%d runs)", *o.Value, len(o.Runs))
 			q.New = fmt.Sprintf("%.4g (%d runs)", *n.Value, len(n.Runs))
-			switch metric {
-			case claims.LatencyPercentiles, claims.LatencyOverhead, claims.LatencyMean, claims.TimeToReady, claims.IntervalMs:
-				q.Worse, q.Better = q.Change && dd.Estimate > 0, q.Change && dd.Estimate < 0
-			case claims.Throughput, claims.Bandwidth, claims.QueriesPerCore:
-				q.Worse, q.Better = q.Change && dd.Estimate < 0, q.Change && dd.Estimate > 0
-			default:
+			if reading.Better == 0 {
 				if q.Change {
 					q.Note = "direction unknown"
 				}
+			} else {
+				up := float64(reading.Better) * dd.Estimate
+				q.Worse, q.Better = q.Change && up < 0, q.Change && up > 0
 			}
 		} else {
 			q.Note = "one run each: no interval, not judged a change"
@@ -197,7 +196,7 @@ func quantities(metric claims.Metric, o, n verdict.Measurement) []Quantity {
 			Note: "one load's kubelet readings each: no interval, not judged a change"})
 	}
 	qs = append(qs, repeatedExtras(o.Extra, n.Extra)...)
-	for _, k := range sortedKeys(n.Percentiles) {
+	for _, k := range verdict.SortedPercentiles(n.Percentiles) {
 		ov, ok := o.Percentiles[k]
 		if !ok {
 			continue

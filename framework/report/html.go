@@ -273,27 +273,19 @@ func anchor(parts ...string) string {
 	return unsafeName.ReplaceAllString(strings.Join(parts, "--"), "_")
 }
 
-// markWord names a decision mark in words (a headless browser may lack
-// an emoji font), which is also the cell's class.
-func markWord(m decision.Mark) string {
-	switch m {
-	case decision.Pass:
-		return "pass"
-	case decision.Caveat:
-		return "condition"
-	case decision.Fail:
-		return "fail"
-	}
-	return "undecided"
-}
+// markWords name the decision marks in words (a headless browser may lack
+// an emoji font), which are also the cells' classes; fitClasses are a
+// requirement check's cell classes in the same words. Anything else is
+// "undecided".
+var (
+	markWords  = map[decision.Mark]string{decision.Pass: "pass", decision.Caveat: "condition", decision.Fail: "fail"}
+	fitClasses = map[decision.Fit]string{decision.Meets: "pass", decision.Misses: "fail"}
+)
 
-// fitClass is a requirement check's cell class, as markWord's.
-func fitClass(f decision.Fit) string {
-	switch f {
-	case decision.Meets:
-		return "pass"
-	case decision.Misses:
-		return "fail"
+// wordFor is k's word in words, or "undecided".
+func wordFor[K comparable](words map[K]string, k K) string {
+	if w, ok := words[k]; ok {
+		return w
 	}
 	return "undecided"
 }
@@ -311,8 +303,8 @@ var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
 	"count":   func(m map[verdict.Result]int, r string) int { return m[verdict.Result(r)] },
 	"wall":    wallTime,
 	"seconds": func(d time.Duration) string { return d.Round(time.Second).String() },
-	"word":    markWord,
-	"fit":     fitClass,
+	"word":    func(m decision.Mark) string { return wordFor(markWords, m) },
+	"fit":     func(f decision.Fit) string { return wordFor(fitClasses, f) },
 }).Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>

@@ -22,18 +22,65 @@ var mark = map[verdict.Result]string{
 // of GUIDE's summary (claims x modes), then one table per mode setting the
 // documented value beside the measured one with the verdict's reason.
 func Markdown(w io.Writer, res *Results, reg *claims.Registry) error {
-	env := res.Environment
+	r := &markdownRun{res: res, reg: reg, env: res.Environment, modes: res.Environment.Modes}
+	if len(r.modes) == 0 {
+		r.modes = mode.All()
+	}
 	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
-	p("# meshclaims report — run %s\n\n", env.RunID)
-	if env.SetupError != "" {
-		p("> **Set-up failed: no claim was measured.** %s\n\n", strings.ReplaceAll(strings.TrimSpace(env.SetupError), "\n", "\n> "))
+	for _, s := range markdownSections {
+		s.write(p, r)
 	}
-	if g := GuideSummary(res, reg); g != nil {
-		guideMarkdown(p, g)
+	return nil
+}
+
+// markdownRun is what report.md's sections are written from.
+type markdownRun struct {
+	res *Results
+	reg *claims.Registry // nil: no registry to compare with
+	env Environment
+	// modes are the run's modes, every mode when it names none.
+	modes []mode.Mode
+}
+
+// markdownSections are report.md's sections, in its order; a section with
+// nothing to say writes nothing.
+var markdownSections = []struct {
+	name  string
+	write func(p func(string, ...any), r *markdownRun)
+}{
+	{"title", markdownTitle},
+	{"GUIDE's decision summary", func(p func(string, ...any), r *markdownRun) {
+		if g := GuideSummary(r.res, r.reg); g != nil {
+			guideMarkdown(p, g)
+		}
+	}},
+	{"requirements", func(p func(string, ...any), r *markdownRun) {
+		if r.res.Requirements != nil {
+			requirementsMarkdown(p, r.res.Requirements)
+		}
+	}},
+	{"where it ran", markdownWhere},
+	{"images", markdownImages},
+	{"proxy", markdownProxy},
+	{"verdict counts", markdownCounts},
+	{"decision summary", markdownDecisionSummary},
+	{"modes", markdownModes},
+	{"sources", markdownSources},
+	{"loads", func(p func(string, ...any), r *markdownRun) { loadsTable(p, r.res.Entries, r.reg) }},
+	{"not measured", markdownMissing},
+}
+
+// markdownTitle is the run's id and, when the set-up failed, why.
+func markdownTitle(p func(string, ...any), r *markdownRun) {
+	p("# meshclaims report — run %s\n\n", r.env.RunID)
+	if r.env.SetupError != "" {
+		p("> **Set-up failed: no claim was measured.** %s\n\n", strings.ReplaceAll(strings.TrimSpace(r.env.SetupError), "\n", "\n> "))
 	}
-	if res.Requirements != nil {
-		requirementsMarkdown(p, res.Requirements)
-	}
+}
+
+// markdownWhere is the environment table and the run's notes.
+func markdownWhere(p func(string, ...any), r *markdownRun) {
+	env := r.env
 	p("| where | value |\n|---|---|\n")
 	p("| provider | %s |\n| cluster | %s |\n| Kubernetes | %s |\n| Istio | %s |\n| fortio | %s |\n",
 		dash(env.Provider), dash(env.Cluster), dash(env.Kubernetes), dash(env.Istio), dash(env.Fortio))
@@ -60,12 +107,23 @@ func Markdown(w io.Writer, res *Results, reg *claims.Registry) error {
 	for _, n := range env.Notes {
 		p("\n> %s\n", n)
 	}
-	if len(env.Images) > 0 {
-		p("\n| image | where | id |\n|---|---|---|\n")
-		for _, im := range env.Images {
-			p("| %s | %s | %s |\n", im.Image, im.Where, im.ID)
-		}
+}
+
+// markdownImages lists the images the run's pods ran with.
+func markdownImages(p func(string, ...any), r *markdownRun) {
+	if len(r.env.Images) == 0 {
+		return
 	}
+	p("\n| image | where | id |\n|---|---|---|\n")
+	for _, im := range r.env.Images {
+		p("| %s | %s | %s |\n", im.Image, im.Where, im.ID)
+	}
+}
+
+// markdownProxy names the proxy, ztunnel and istio-cni the meshed modes
+// ran with.
+func markdownProxy(p func(string, ...any), r *markdownRun) {
+	env := r.env
 	if pr := env.Proxy; pr != nil {
 		p("\n| proxy | value |\n|---|---|\n| kind | %s |\n| image | %s |\n| Envoy | %s |\n| Envoy from | %s |\n| pilot-agent | %s |\n| Istio commit | %s |\n| istiod settings | %s |\n",
 			pr.Kind, pr.Image, dash(pr.Envoy), dash(pr.EnvoySource), dash(pr.PilotAgent), dash(pr.IstioCommit), cell(strings.Join(pr.IstiodSettings, "; ")))
@@ -79,21 +137,27 @@ func Markdown(w io.Writer, res *Results, reg *claims.Registry) error {
 	if env.IstioCNI != "" {
 		p("\n| istio-cni | %s |\n|---|---|\n", cell(env.IstioCNI))
 	}
+}
+
+// markdownCounts is the count of each verdict, what a scaled run's
+// intervals mean, and where the report's words are defined.
+func markdownCounts(p func(string, ...any), r *markdownRun) {
+	res, env := r.res, r.env
 	p("\n**%d reproduced, %d not reproduced, %d inconclusive, %d recorded.**\n\n",
 		res.Summary[verdict.Reproduced], res.Summary[verdict.NotReproduced], res.Summary[verdict.Inconclusive], res.Summary[verdict.Recorded])
 	if env.DurationScale != 0 && env.DurationScale != 1 {
 		p("Durations were scaled by %g: rates and counts come from fewer requests than documented, so their intervals are wider.\n\n", env.DurationScale)
 	}
 	p("The verdicts, claim kinds, bands, intervals and other words of this report are defined in [%s](%s).\n\n", GlossaryFile, GlossaryFile)
+}
 
-	modes := env.Modes
-	if len(modes) == 0 {
-		modes = mode.All()
-	}
+// markdownDecisionSummary is the claims x modes matrix: each cell the
+// verdict and the measured value, cut short.
+func markdownDecisionSummary(p func(string, ...any), r *markdownRun) {
 	byKey := map[string]Entry{}
 	var ids []string
 	seen := map[string]bool{}
-	for _, e := range res.Entries {
+	for _, e := range r.res.Entries {
 		byKey[e.Claim+"|"+string(e.Mode)] = e
 		if !seen[e.Claim] {
 			seen[e.Claim] = true
@@ -101,13 +165,13 @@ func Markdown(w io.Writer, res *Results, reg *claims.Registry) error {
 		}
 	}
 	p("## Decision summary\n\n| claim |")
-	for _, m := range modes {
+	for _, m := range r.modes {
 		p(" %s |", m)
 	}
-	p("\n|---|%s\n", strings.Repeat("---|", len(modes)))
+	p("\n|---|%s\n", strings.Repeat("---|", len(r.modes)))
 	for _, id := range ids {
 		p("| `%s` |", id)
-		for _, m := range modes {
+		for _, m := range r.modes {
 			e, ok := byKey[id+"|"+string(m)]
 			if !ok {
 				p(" |")
@@ -117,10 +181,16 @@ func Markdown(w io.Writer, res *Results, reg *claims.Registry) error {
 		}
 		p("\n")
 	}
+}
 
-	for _, m := range modes {
+// markdownModes is one table per mode with entries: documented beside
+// measured with the verdict and why, then the setups, raw results and
+// evidence behind them.
+func markdownModes(p func(string, ...any), r *markdownRun) {
+	env := r.env
+	for _, m := range r.modes {
 		var rows []Entry
-		for _, e := range res.Entries {
+		for _, e := range r.res.Entries {
 			if e.Mode == m {
 				rows = append(rows, e)
 			}
@@ -144,53 +214,69 @@ func Markdown(w io.Writer, res *Results, reg *claims.Registry) error {
 		for _, e := range rows {
 			p("| `%s` | %s | %s | %s | %s | %s |\n", e.Claim, cell(e.Source), cell(e.Documented), cell(e.MeasuredText), mark[e.Result]+decidedText(e.Verdict), cell(whyText(e.Verdict)))
 		}
-		var details []Entry
-		for _, e := range rows {
-			if e.Setup != "" || e.Where != "" || e.Declared != "" || len(e.Raw) > 0 || len(e.Evidence) > 0 || len(e.Waits) > 0 {
-				details = append(details, e)
+		markdownDetails(p, m, rows)
+	}
+}
+
+// markdownDetails is a mode's setups, waits, raw results and evidence,
+// folded.
+func markdownDetails(p func(string, ...any), m mode.Mode, rows []Entry) {
+	var details []Entry
+	for _, e := range rows {
+		if e.Setup != "" || e.Where != "" || e.Declared != "" || len(e.Raw) > 0 || len(e.Evidence) > 0 || len(e.Waits) > 0 {
+			details = append(details, e)
+		}
+	}
+	if len(details) == 0 {
+		return
+	}
+	p("\n<details><summary>setups, raw results and evidence (%s)</summary>\n\n", m)
+	for _, e := range details {
+		p("- `%s`: %s", e.Claim, dash(e.Setup))
+		if e.Declared != "" {
+			p("; declared in `%s`", e.Declared)
+		}
+		for _, w := range e.Waits {
+			bounded := ""
+			if w.Bounded {
+				bounded = " (bounded: " + w.Seen + ")"
 			}
+			p("; waited %s for %s%s", w.Took.Round(time.Millisecond), w.For, bounded)
 		}
-		if len(details) > 0 {
-			p("\n<details><summary>setups, raw results and evidence (%s)</summary>\n\n", m)
-			for _, e := range details {
-				p("- `%s`: %s", e.Claim, dash(e.Setup))
-				if e.Declared != "" {
-					p("; declared in `%s`", e.Declared)
-				}
-				for _, w := range e.Waits {
-					bounded := ""
-					if w.Bounded {
-						bounded = " (bounded: " + w.Seen + ")"
-					}
-					p("; waited %s for %s%s", w.Took.Round(time.Millisecond), w.For, bounded)
-				}
-				if e.Where != "" {
-					p("; ran on %s", e.Where)
-				}
-				if len(e.Raw) > 0 {
-					p("; raw: %s", strings.Join(e.Raw, ", "))
-				}
-				if len(e.Evidence) > 0 {
-					p("; evidence: %s", strings.Join(e.Evidence, ", "))
-				}
-				p("\n")
-			}
-			p("\n</details>\n")
+		if e.Where != "" {
+			p("; ran on %s", e.Where)
 		}
+		if len(e.Raw) > 0 {
+			p("; raw: %s", strings.Join(e.Raw, ", "))
+		}
+		if len(e.Evidence) > 0 {
+			p("; evidence: %s", strings.Join(e.Evidence, ", "))
+		}
+		p("\n")
 	}
-	if len(res.Sources) > 0 {
-		p("\n## Sources\n\nEach claim's source column is a key below and the section in that document.\n\n| key | title | date | version | measured on |\n|---|---|---|---|---|\n")
-		for _, s := range res.Sources {
-			p("| %s | %s | %s | %s | %s |\n", s.Key, cell(s.Title), cell(s.Date), cell(s.Version), cell(dash(s.Platform)))
-		}
+	p("\n</details>\n")
+}
+
+// markdownSources are the documents the source column's keys name.
+func markdownSources(p func(string, ...any), r *markdownRun) {
+	if len(r.res.Sources) == 0 {
+		return
 	}
-	loadsTable(p, res.Entries, reg)
-	if reg != nil {
-		if missing := Missing(res, reg); len(missing) > 0 {
-			p("\n## Not measured in this run\n\nApplicable to the selected modes but without a measurement (spec skipped, filtered out, or failed before recording): %s.\n", strings.Join(missing, ", "))
-		}
+	p("\n## Sources\n\nEach claim's source column is a key below and the section in that document.\n\n| key | title | date | version | measured on |\n|---|---|---|---|---|\n")
+	for _, s := range r.res.Sources {
+		p("| %s | %s | %s | %s | %s |\n", s.Key, cell(s.Title), cell(s.Date), cell(s.Version), cell(dash(s.Platform)))
 	}
-	return nil
+}
+
+// markdownMissing lists the claims the registry applies to the run's
+// modes that the run did not measure.
+func markdownMissing(p func(string, ...any), r *markdownRun) {
+	if r.reg == nil {
+		return
+	}
+	if missing := Missing(r.res, r.reg); len(missing) > 0 {
+		p("\n## Not measured in this run\n\nApplicable to the selected modes but without a measurement (spec skipped, filtered out, or failed before recording): %s.\n", strings.Join(missing, ", "))
+	}
 }
 
 // decidedText names the part that decided a compound claim's verdict.

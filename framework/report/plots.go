@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"image/color"
 	"math"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -15,6 +14,7 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/meshclaims/meshclaims/framework/fortioresult"
+	"github.com/meshclaims/meshclaims/framework/verdict"
 )
 
 // palette: colour-blind-safe (Okabe-Ito), one colour per curve or cause.
@@ -93,7 +93,7 @@ func latencyCDF(title string, curves []cdfCurve) ([]byte, error) {
 		}
 		if len(c.Documented) > 0 {
 			var doc plotter.XYs
-			for _, k := range sortedKeys(c.Documented) {
+			for _, k := range verdict.SortedPercentiles(c.Documented) {
 				q, err := strconv.ParseFloat(k, 64)
 				if err != nil || c.Documented[k] <= 0 {
 					continue
@@ -235,17 +235,4 @@ func svgOf(p *plot.Plot, w, h vg.Length) ([]byte, error) {
 		out = out[i:]
 	}
 	return out, nil
-}
-
-func sortedKeys(m map[string]float64) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		a, _ := strconv.ParseFloat(keys[i], 64)
-		b, _ := strconv.ParseFloat(keys[j], 64)
-		return a < b
-	})
-	return keys
 }

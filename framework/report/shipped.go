@@ -21,16 +21,17 @@ import (
 //     local cluster's images as a fresh clone's first run does (2m1s,
 //     against 27s for the second, local-none-2, which is kept to measure
 //     the plan against: BenchmarkPlanAgainstRecords);
+//   - testdata/examples/local-none-sidecar: none and sidecar at 0.05 in one
+//     run, the sidecar's specs' costs at the scale a quick run uses;
 //   - testdata/bench/scale1/bench-0-fixed-sidecar and -fixed-none: sidecar
 //     and none at scale 1 with fixed durations, as a run at 0.05 runs its
 //     loads (sequential stopping needs 20 restart cycles, which no load at
-//     0.05 reaches). The project keeps no sidecar run at 0.05: a plan of
-//     sidecar at 0.05 takes the scale-1 costs beyond loads (waits,
-//     deployments, probes, which do not scale) and says so.
+//     0.05 reaches).
 //
 // All are the local provider's.
 var ShippedRecords = []string{
 	"testdata/examples/local-none",
+	"testdata/examples/local-none-sidecar",
 	"testdata/bench/scale1/bench-0-fixed-sidecar",
 	"testdata/bench/scale1/bench-0-fixed-none",
 }
@@ -102,15 +103,7 @@ func ShippedCosts(root, provider string, scale float64, modes []mode.Mode, keys 
 	for _, s := range chosen {
 		c := s.costs
 		runs = append(runs, c.Run)
-		out.SetUp = max(out.SetUp, c.SetUp)
-		for k, d := range c.Beyond {
-			if _, ok := out.Beyond[k]; !ok {
-				out.Beyond[k] = d
-				if w, ok := c.Whole[k]; ok {
-					out.Whole[k] = w
-				}
-			}
-		}
+		out.Absorb(c)
 		covered := 0
 		for _, k := range keys {
 			if _, ok := c.Beyond[k]; ok {

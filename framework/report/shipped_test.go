@@ -18,8 +18,9 @@ func repoRoot() string {
 
 // The project's records give a fresh clone's plan its costs: none at 0.05
 // from the first sample run (its set-up built the images, as a first run
-// does), sidecar from the fixed scale-1 record with a note that its
-// scale differs, a plan of both from the two; a plan for kind says the
+// does), sidecar at 0.05 from the none-and-sidecar sample, at 1 from the
+// fixed scale-1 record, at a scale no record has with a note that the
+// record's scale differs; a plan of both modes from the two samples; a plan for kind says the
 // records are the local provider's; a mode no record measured has none.
 func TestShippedCosts(t *testing.T) {
 	root := repoRoot()
@@ -44,9 +45,11 @@ func TestShippedCosts(t *testing.T) {
 		{"none at 0.05 on local", "local", 0.05, []mode.Mode{mode.None}, none, []string{"(testdata/examples/local-none): local provider, -duration-scale=0.05, set-up 2m1s, 2 of this plan's 2 specs"}, nil},
 		{"none at 0.05 on kind", "kind", 0.05, []mode.Mode{mode.None}, none, []string{"(testdata/examples/local-none)"}, []string{"kind's set-up also creates"}},
 		{"none at 1", "local", 1, []mode.Mode{mode.None}, none, []string{"(testdata/bench/scale1/bench-0-fixed-none)"}, nil},
-		{"sidecar at 0.05", "local", 0.05, []mode.Mode{mode.Sidecar}, sidecar, []string{"(testdata/bench/scale1/bench-0-fixed-sidecar): local provider, -duration-scale=1"}, []string{"those of the record's scale"}},
-		{"all at 0.05", "local", 0.05, []mode.Mode{mode.None, mode.Sidecar, mode.AmbientL4, mode.AmbientL7}, append(append([]string{}, none...), sidecar...), []string{"(testdata/examples/local-none)", "(testdata/bench/scale1/bench-0-fixed-sidecar)"}, []string{"no record measured the mode(s) ambient-l4, ambient-l7", "those of the record's scale"}},
-		{"none,sidecar at 0.05", "existing", 0.05, []mode.Mode{mode.None, mode.Sidecar}, append(append([]string{}, none...), sidecar...), []string{"(testdata/examples/local-none)", "(testdata/bench/scale1/bench-0-fixed-sidecar)"}, []string{"an existing cluster's set-up creates no cluster", "those of the record's scale"}},
+		{"sidecar at 0.05", "local", 0.05, []mode.Mode{mode.Sidecar}, sidecar, []string{"(testdata/examples/local-none-sidecar): local provider, -duration-scale=0.05, set-up 1m22s, 2 of this plan's 2 specs"}, nil},
+		{"sidecar at 1", "local", 1, []mode.Mode{mode.Sidecar}, sidecar, []string{"(testdata/bench/scale1/bench-0-fixed-sidecar): local provider, -duration-scale=1"}, nil},
+		{"sidecar at 0.2", "local", 0.2, []mode.Mode{mode.Sidecar}, sidecar, []string{"-duration-scale="}, []string{"those of the record's scale"}},
+		{"all at 0.05", "local", 0.05, []mode.Mode{mode.None, mode.Sidecar, mode.AmbientL4, mode.AmbientL7}, append(append([]string{}, none...), sidecar...), []string{"(testdata/examples/local-none)", "(testdata/examples/local-none-sidecar)"}, []string{"no record measured the mode(s) ambient-l4, ambient-l7"}},
+		{"none,sidecar at 0.05", "existing", 0.05, []mode.Mode{mode.None, mode.Sidecar}, append(append([]string{}, none...), sidecar...), []string{"(testdata/examples/local-none)", "(testdata/examples/local-none-sidecar)"}, []string{"an existing cluster's set-up creates no cluster"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := report.ShippedCosts(root, tc.provider, tc.scale, tc.modes, tc.keys)

@@ -10,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/meshclaims/meshclaims/framework/cluster"
 	"github.com/meshclaims/meshclaims/framework/istio"
 	"github.com/meshclaims/meshclaims/framework/kube"
 	"github.com/meshclaims/meshclaims/framework/probeset"
@@ -18,23 +17,21 @@ import (
 )
 
 // recordIstioCNI states, in the environment, how istio-cni runs where the
-// provider set it apart from Istio's defaults (native nftables mode on the
-// local provider, and on kind over an ipset-rewriting kube-router), with,
-// where the suite can read it (the local provider), the probe set the host
-// really has: istio-cni falls back to iptables when it finds its old ipset
-// or an nft without JSON, and the report says what ran, not only what was
-// asked for. Providers that keep Istio's defaults state nothing.
+// nodes' facts set it apart from Istio's defaults (native nftables mode
+// over an ipset-rewriting CNI: the local node's, and kind's or an existing
+// cluster's kube-router before v2.6.1), with, where the suite can read it
+// (nodes that are this host's processes), the probe set the host really
+// has: istio-cni falls back to iptables when it finds its old ipset or an
+// nft without JSON, and the report says what ran, not only what was asked
+// for. Where Istio's defaults hold nothing is stated.
 func (s *Suite) recordIstioCNI(ctx context.Context) {
-	st, ok := s.Provider().(cluster.IstioCNIStater)
-	if !ok {
-		return
-	}
-	text := st.IstioCNISettings()
+	facts := s.Provider().Facts()
+	text := istioCNISettings(facts)
 	if text == "" {
 		return
 	}
-	if h, ok := s.Provider().(cluster.IstioCNIHost); ok {
-		if set, err := h.IstioProbeSet(ctx); err != nil {
+	if read := hostProbeSet(facts); read != nil {
+		if set, err := read(ctx); err != nil {
 			text += "; probe set on the host not readable: " + err.Error()
 		} else {
 			text += "; probe set seen on the host: " + set.Where()
@@ -47,13 +44,13 @@ func (s *Suite) recordIstioCNI(ctx context.Context) {
 }
 
 // diagnoseNotReady adds to a workload's readiness failure in namespace ns
-// what the host's probe set says, where the suite can read it (the local
-// provider): a redirected pod missing from it has its kubelet probes
-// denied by ztunnel and never becomes Ready, which the Deployment's
-// rollout status alone does not tell.
+// what the host's probe set says, where the suite can read it (nodes that
+// are this host's processes): a redirected pod missing from it has its
+// kubelet probes denied by ztunnel and never becomes Ready, which the
+// Deployment's rollout status alone does not tell.
 func (s *Suite) diagnoseNotReady(ctx context.Context, k *kube.Cluster, ns string, err error) error {
-	h, ok := s.Provider().(cluster.IstioCNIHost)
-	if !ok {
+	read := hostProbeSet(s.Provider().Facts())
+	if read == nil {
 		// Where the host's probe set cannot be read (kind's nodes,
 		// a cluster of someone else's), ztunnel's own log on each
 		// unready pod's node can still show its probes being denied.
@@ -62,7 +59,7 @@ func (s *Suite) diagnoseNotReady(ctx context.Context, k *kube.Cluster, ns string
 		}
 		return err
 	}
-	if d := probeset.Diagnose(ctx, k.Client, ns, h.IstioProbeSet); d != nil {
+	if d := probeset.Diagnose(ctx, k.Client, ns, read); d != nil {
 		return fmt.Errorf("%w\n%v", err, d)
 	}
 	return err

@@ -144,19 +144,6 @@ func (s *Suite) istioTag() string {
 	return s.Cfg.IstioVersion
 }
 
-// clusterValues are the chart values the provider's nodes need.
-func clusterValues(p cluster.Provider) map[istio.Chart]map[string]any {
-	v, ok := p.(cluster.IstioValuer)
-	if !ok {
-		return nil
-	}
-	out := map[istio.Chart]map[string]any{}
-	for c, vals := range v.IstioValues() {
-		out[istio.Chart(c)] = vals
-	}
-	return out
-}
-
 // recordIstioImages puts every container image Istio's pods run, with the
 // image ID the node reports, into the environment.
 func (s *Suite) recordIstioImages(ctx context.Context) error {

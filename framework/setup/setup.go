@@ -20,6 +20,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
@@ -189,10 +190,61 @@ func (s *Suite) Up(ctx context.Context) error {
 // errTornDown is why Down cancels a running Up.
 var errTornDown = errors.New("tear-down started (interrupt or after-all)")
 
+// upPhase is one named part of the set-up: the console shows its name as
+// it begins and, when the next begins, how long it took (Suite.Phase).
+type upPhase struct {
+	name string
+	// needed, when set, is asked just before the phase would begin:
+	// false skips it unannounced, an error stops the set-up there.
+	needed func() (bool, error)
+	run    func(ctx context.Context) error
+}
+
+// upRun is what the set-up's phases hand on to the ones after them.
+type upRun struct {
+	*Suite
+	rc      *rest.Config
+	k       *kube.Cluster
+	applier *apply.Applier
+	mesh    *spec.Cluster
+	// profile is the Istio profile serving every selected mode.
+	profile istio.Profile
+}
+
+// phases are the set-up's parts, in the order they run.
+func (u *upRun) phases() []upPhase {
+	return []upPhase{
+		{name: "results directory and checks", run: u.resultsAndChecks},
+		{name: "cluster", run: u.startCluster},
+		{name: "workload image", run: u.workloadImage},
+		{name: "istio", needed: u.istioNeeded, run: u.installMesh},
+		{name: "workloads", run: u.deployWorkloads},
+	}
+}
+
 func (s *Suite) up(ctx context.Context) error {
-	cfg, reg := s.Cfg, s.Registry
-	s.phase("results directory and checks")
-	results, envInfo, err := Results(cfg, reg)
+	u := &upRun{Suite: s}
+	for _, p := range u.phases() {
+		if p.needed != nil {
+			if ok, err := p.needed(); err != nil {
+				return err
+			} else if !ok {
+				continue
+			}
+		}
+		s.phase(p.name)
+		if err := p.run(ctx); err != nil {
+			return err
+		}
+	}
+	return u.recordSetUp()
+}
+
+// resultsAndChecks creates the results directory (so even a failed set-up
+// leaves a report) and makes the checks that need no cluster.
+func (u *upRun) resultsAndChecks(ctx context.Context) error {
+	s, cfg := u.Suite, u.Cfg
+	results, envInfo, err := Results(cfg, s.Registry)
 	s.mu.Lock()
 	s.Results, s.envInfo = results, envInfo
 	s.mu.Unlock()
@@ -203,14 +255,16 @@ func (s *Suite) up(ctx context.Context) error {
 	if err := checkZtunnelImage(cfg); err != nil {
 		return err
 	}
-	if err := s.checkRegistry(ctx); err != nil {
-		return err
-	}
+	return s.checkRegistry(ctx)
+}
 
-	s.phase("cluster")
-	// 1. The cluster, pinned once. cluster.Setup is e2e-framework's env.Func.
-	// The provider is published before it starts: an interrupt during a
-	// kind create must still delete the cluster.
+// startCluster brings up (or attaches to) the cluster, pinned once, and
+// makes every check that must pass before the first write.
+func (u *upRun) startCluster(ctx context.Context) error {
+	s, cfg := u.Suite, u.Cfg
+	// cluster.Setup is e2e-framework's env.Func. The provider is
+	// published before it starts: an interrupt during a kind create must
+	// still delete the cluster.
 	provider, err := cluster.New(cfg.Provider, cluster.Options{
 		ClusterName: cfg.ClusterName, Reuse: cfg.ReuseCluster, NodeImage: cfg.KindNodeImage, KindConfig: cfg.KindConfig, KubeProxyMode: cfg.KindKubeProxyMode,
 		Kubeconfig: cluster.KubeconfigSelector{Path: cfg.Kubeconfig, Context: cfg.Context},
@@ -230,23 +284,21 @@ func (s *Suite) up(ctx context.Context) error {
 	s.mu.Lock()
 	s.guard = guard
 	s.mu.Unlock()
-	rc := provider.RESTConfig()
-	k, err := kube.New(rc, guard)
-	if err != nil {
+	u.rc = provider.RESTConfig()
+	if u.k, err = kube.New(u.rc, guard); err != nil {
 		return err
 	}
-	applier, err := apply.New(rc, guard)
-	if err != nil {
+	if u.applier, err = apply.New(u.rc, guard); err != nil {
 		return err
 	}
-	cleaner, err := cleanup.New(rc, cleanup.Options{Run: cfg.RunID, Guard: guard, Timeout: cfg.Timeouts.Cleanup,
+	cleaner, err := cleanup.New(u.rc, cleanup.Options{Run: cfg.RunID, Guard: guard, Timeout: cfg.Timeouts.Cleanup,
 		TerminatingNamespaceIsGone: s.TerminatingNamespaceIsGone})
 	if err != nil {
 		return err
 	}
 	s.mu.Lock()
 	s.cleaner = cleaner
-	s.envInfo.Cluster = rc.Host
+	s.envInfo.Cluster = u.rc.Host
 	if d, ok := provider.(cluster.Describer); ok {
 		s.envInfo.Notes = append(s.envInfo.Notes, d.Describe())
 		s.logf("cluster: %s", d.Describe())
@@ -254,11 +306,11 @@ func (s *Suite) up(ctx context.Context) error {
 	if n, ok := provider.(cluster.NodeImager); ok {
 		s.envInfo.NodeImage = n.NodeImage()
 	}
-	s.envInfo.Kubernetes = k.ServerVersion()
+	s.envInfo.Kubernetes = u.k.ServerVersion()
 	s.mu.Unlock()
-	s.logf("cluster: %s, Kubernetes %s, pinned (%s)", rc.Host, k.ServerVersion(), guard.Pinned())
+	s.logf("cluster: %s, Kubernetes %s, pinned (%s)", u.rc.Host, u.k.ServerVersion(), guard.Pinned())
 	// Before the image is built and pushed and before any object is written.
-	if err := s.checkNetPolEnforcer(ctx, k.Client); err != nil {
+	if err := s.checkNetPolEnforcer(ctx, u.k.Client); err != nil {
 		return err
 	}
 	if err := s.checkForeignIstio(ctx); err != nil {
@@ -267,34 +319,32 @@ func (s *Suite) up(ctx context.Context) error {
 	if err := s.checkAccess(ctx); err != nil {
 		return err
 	}
-	if err := s.takeInventoryBefore(ctx); err != nil {
-		return err
-	}
+	return s.takeInventoryBefore(ctx)
+}
 
-	// 2. The workload image, built here and loaded into the nodes (or pushed).
-	s.phase("workload image")
-	arch, err := nodeArch(ctx, k)
+// workloadImage builds the workload image and loads it into the nodes (or
+// pushes it), sized to the nodes, and loads -image-archives.
+func (u *upRun) workloadImage(ctx context.Context) error {
+	s, cfg := u.Suite, u.Cfg
+	arch, err := nodeArch(ctx, u.k)
 	if err != nil {
 		return err
 	}
+	provider := s.Provider()
 	img, err := s.image(ctx, provider, arch)
 	if err != nil {
 		return err
 	}
-	// A sizer returns "" where the nodes hold GUIDE's requests.
-	if sz, ok := provider.(cluster.WorkloadSizer); ok {
-		if q, why := sz.WorkloadCPURequest(); q != "" {
-			img.CPURequest = q
-			s.note(why)
-		}
+	// "" where the nodes hold GUIDE's requests.
+	facts := provider.Facts()
+	if q := facts.Sizing.CPURequest; q != "" {
+		img.CPURequest = q
+		s.note(sizingNote(facts))
 	}
 	opts := fixtures.Options{Run: cfg.RunID, Images: img, SidecarRevision: s.sidecarRevision()}
-	mesh := &spec.Cluster{Kube: k, Applier: applier, Options: opts}
-	if sh, ok := provider.(cluster.SharedHost); ok {
-		mesh.NodesShareHost = sh.NodesShareHost()
-	}
+	u.mesh = &spec.Cluster{Kube: u.k, Applier: u.applier, Options: opts, NodesShareHost: facts.NodesShareHost}
 	s.mu.Lock()
-	s.Cluster = mesh
+	s.Cluster = u.mesh
 	s.mu.Unlock()
 	if err := s.loadArchives(ctx); err != nil {
 		return err
@@ -302,39 +352,49 @@ func (s *Suite) up(ctx context.Context) error {
 	// The proxyv2 just read from the archives decides whether ambient-l7's
 	// waypoint needs upstream Envoy's EnvoyFilters (fixtures.ForMode puts
 	// them before its Gateway); Istio's release images get none.
-	mesh.Options.UpstreamEnvoyWaypoint = proxyKind(s.proxy) == istio.ProxyUpstreamEnvoy
-	opts = mesh.Options
+	u.mesh.Options.UpstreamEnvoyWaypoint = proxyKind(s.proxy) == istio.ProxyUpstreamEnvoy
+	return nil
+}
 
-	// 3. Istio, in the one profile that serves every selected mode.
-	if p, ok, err := istio.ProfileForModes(cfg.Modes); err != nil {
-		return err
-	} else if ok {
-		if err := s.checkSidecarImage(cfg.Modes); err != nil {
-			return err
-		}
-		s.phase("istio")
-		if err := s.InstallIstio(ctx, p); err != nil {
-			return err
-		}
+// istioNeeded says whether a selected mode is meshed, and refuses sidecar
+// mode without the proxy image the local node would need.
+func (u *upRun) istioNeeded() (bool, error) {
+	p, ok, err := istio.ProfileForModes(u.Cfg.Modes)
+	if err != nil || !ok {
+		return false, err
 	}
+	if err := u.checkSidecarImage(u.Cfg.Modes); err != nil {
+		return false, err
+	}
+	u.profile = p
+	return true, nil
+}
 
-	// 4. Workloads: every mode's namespace, the baseline and the outside client.
-	s.phase("workloads")
+// installMesh installs Istio in the one profile that serves every selected
+// mode.
+func (u *upRun) installMesh(ctx context.Context) error {
+	return u.InstallIstio(ctx, u.profile)
+}
+
+// deployWorkloads deploys every mode's namespace, the baseline and the
+// outside client, and waits for them.
+func (u *upRun) deployWorkloads(ctx context.Context) error {
+	s, cfg, k := u.Suite, u.Cfg, u.k
 	var objs []client.Object
 	for _, m := range Modes(cfg.Modes) {
-		set, err := fixtures.ForMode(m, opts)
+		set, err := fixtures.ForMode(m, u.mesh.Options)
 		if err != nil {
 			return err
 		}
 		objs = append(objs, set...)
 	}
-	outside, err := fixtures.OutsideSet(opts)
+	outside, err := fixtures.OutsideSet(u.mesh.Options)
 	if err != nil {
 		return err
 	}
 	objs = append(objs, outside...)
 	s.logf("workloads: applying %d objects", len(objs))
-	if err := applier.Apply(ctx, objs...); err != nil {
+	if err := u.applier.Apply(ctx, objs...); err != nil {
 		return err
 	}
 	for _, o := range objs {
@@ -347,7 +407,7 @@ func (s *Suite) up(ctx context.Context) error {
 	}
 	// istiod deploys each waypoint itself; ambient-l7 specs must not start
 	// while ztunnel still bypasses it.
-	if err := istio.WaitWaypoints(ctx, mesh.Kube, mesh.Applier.Client(), objs, cfg.Timeouts.GatewayReady, s.logf); err != nil {
+	if err := istio.WaitWaypoints(ctx, u.mesh.Kube, u.mesh.Applier.Client(), objs, cfg.Timeouts.GatewayReady, s.logf); err != nil {
 		return err
 	}
 	// Where echo's replicas landed: on several nodes, whether a request
@@ -361,7 +421,14 @@ func (s *Suite) up(ctx context.Context) error {
 		s.note(fmt.Sprintf("echo in %s: %s", m.Namespace(), sp))
 		s.logf("workloads: echo in %s: %s", m.Namespace(), sp)
 	}
-	where := fmt.Sprintf("%s (%s), Kubernetes %s, Istio %s", cfg.Provider, rc.Host, k.ServerVersion(), istioLabel(cfg))
+	return nil
+}
+
+// recordSetUp saves the environment with the set-up's time and makes the
+// specs' Env.
+func (u *upRun) recordSetUp() error {
+	s, cfg := u.Suite, u.Cfg
+	where := fmt.Sprintf("%s (%s), Kubernetes %s, Istio %s", cfg.Provider, u.rc.Host, u.k.ServerVersion(), istioLabel(cfg))
 	s.mu.Lock()
 	s.envInfo.SetUp = time.Since(s.envInfo.Started).Round(time.Millisecond)
 	env := s.envInfo
@@ -369,7 +436,7 @@ func (s *Suite) up(ctx context.Context) error {
 	if err := s.Results.SaveEnvironment(env); err != nil {
 		return err
 	}
-	s.Env = &spec.Env{Config: cfg, Registry: reg, Results: s.Results, Cluster: mesh, Where: where, Proxy: env.Proxy.Summary(), WaypointProxy: env.Proxy.SummaryFor(mode.AmbientL7), NoSidecarHBONE: s.noSidecarHBONE(), Selected: s.Selected, Note: s.note, Out: s.out}
+	s.Env = &spec.Env{Config: cfg, Registry: s.Registry, Results: s.Results, Cluster: u.mesh, Where: where, Proxy: env.Proxy.Summary(), WaypointProxy: env.Proxy.SummaryFor(mode.AmbientL7), NoSidecarHBONE: s.noSidecarHBONE(), Selected: s.Selected, Note: s.note, Out: s.out}
 	return nil
 }
 

@@ -2,6 +2,9 @@ package setup
 
 import (
 	"context"
+	"io"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -10,6 +13,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/meshclaims/meshclaims/framework/apiserver"
+	"github.com/meshclaims/meshclaims/framework/cluster"
+	"github.com/meshclaims/meshclaims/framework/config"
+	"github.com/meshclaims/meshclaims/framework/istio"
 	"github.com/meshclaims/meshclaims/framework/kube"
 	"github.com/meshclaims/meshclaims/framework/mode"
 )
@@ -76,5 +82,45 @@ func TestCheckIstioRef(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), hint) {
 			t.Errorf("%s: %v, want an error suggesting %s", bad, err, hint)
 		}
+	}
+}
+
+// The set-up's phases run in this order under these names (the console's
+// "set-up: <phase> ..."); Istio's only where a selected mode is meshed,
+// after the refusal of sidecar mode on a local node without the proxy
+// image; and the phase that fails is the last one announced.
+func TestSetUpPhases(t *testing.T) {
+	u := &upRun{Suite: &Suite{Cfg: &config.Config{Modes: []mode.Mode{mode.None}}, out: io.Discard}}
+	var names []string
+	for _, p := range u.phases() {
+		names = append(names, p.name)
+	}
+	if got, want := strings.Join(names, ", "), "results directory and checks, cluster, workload image, istio, workloads"; got != want {
+		t.Errorf("phases %q, want %q", got, want)
+	}
+	if ok, err := u.istioNeeded(); ok || err != nil {
+		t.Errorf("mode none: Istio needed %v, %v", ok, err)
+	}
+	u.Cfg.Modes, u.Cfg.Provider = []mode.Mode{mode.Sidecar}, cluster.ExistingName
+	if ok, err := u.istioNeeded(); !ok || err != nil || u.profile != istio.ProfileDefault {
+		t.Errorf("sidecar: Istio needed %v, %v, profile %q", ok, err, u.profile)
+	}
+	u.Cfg.Provider = cluster.LocalName
+	if ok, err := u.istioNeeded(); ok || err == nil || !strings.Contains(err.Error(), "proxy image") {
+		t.Errorf("sidecar on the local node without the proxy image: %v, %v", ok, err)
+	}
+
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var announced []string
+	s := &Suite{Cfg: &config.Config{ResultsDir: filepath.Join(file, "results"), Modes: []mode.Mode{mode.None}}, out: io.Discard,
+		Phase: func(name string) { announced = append(announced, name) }}
+	if err := s.up(context.Background()); err == nil {
+		t.Fatal("a results directory under a file was accepted")
+	}
+	if strings.Join(announced, ", ") != "results directory and checks" {
+		t.Errorf("announced %q before the failure", announced)
 	}
 }

@@ -78,7 +78,7 @@ type Cluster struct {
 	// re-apply a base object (hardening) use the same ones.
 	Options fixtures.Options
 	// NodesShareHost says the nodes are containers on one host (kind), so
-	// the cluster's cores are one node's, not the sum (cluster.SharedHost).
+	// the cluster's cores are one node's, not the sum (cluster.Facts).
 	NodesShareHost bool
 }
 

@@ -31,12 +31,25 @@ type switchable struct {
 	mu      sync.Mutex
 	version string
 	delays  []time.Duration // the delay of each change, in order
-	gap     bool            // answer 503 for 5 ms before a change lands
+	// gap: once a change's delay has passed, answer 503 to the next
+	// gapRequests requests, then land the change. Counted in requests, not
+	// time, so the watch meets every gap however the host schedules it.
+	gap     bool
+	pending string // the version the gap under way lands on
+	left    int    // requests the gap under way still answers 503
 }
+
+const gapRequests = 2
 
 func (s *switchable) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	v := s.version
+	if s.left > 0 {
+		v = ""
+		if s.left--; s.left == 0 {
+			s.version = s.pending
+		}
+	}
 	s.mu.Unlock()
 	if v == "" {
 		w.WriteHeader(http.StatusServiceUnavailable)
@@ -55,30 +68,30 @@ func (s *switchable) point(_ context.Context, v string) error {
 	s.delays = s.delays[1:]
 	gap := s.gap
 	s.mu.Unlock()
-	set := func(v string) { s.mu.Lock(); s.version = v; s.mu.Unlock() }
-	if gap && d > 5*time.Millisecond {
-		// The gap's end is scheduled from its start: two AfterFuncs both
-		// overdue on a loaded host run in goroutines of their own, in any
-		// order, and "" landing after v would leave the Service answering
-		// 503 for ever (a fixture race, not the trial's).
-		time.AfterFunc(d-5*time.Millisecond, func() {
-			set("")
-			time.AfterFunc(5*time.Millisecond, func() { set(v) })
-		})
-		return nil
-	}
-	time.AfterFunc(d, func() { set(v) })
+	time.AfterFunc(d, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if gap {
+			s.pending, s.left = v, gapRequests
+			return
+		}
+		s.version = v
+	})
 	return nil
 }
 
 // One trial against the real in-pod watch on loopback: a change applied
-// after 30 ms and a revert held for 300 ms are read in that order, each no
-// shorter than its delay less one request (the answering request may have
-// started just before the change it saw: here the backend decides when it
-// handles the request, kube-proxy when the SYN leaves, just after start),
-// each with the resolution of the request before.
+// after 30 ms and a revert held for 1 s (kind's minSyncPeriod) are read in
+// that order, each no shorter than its delay less one request (the
+// answering request may have started just before the change it saw: here
+// the backend decides when it handles the request, kube-proxy when the SYN
+// leaves, just after start), each with the resolution of the request
+// before. Every bound is causal but one: the change must read shorter than
+// the revert, which a host stalling the watch for most of a second could
+// break; a change timed from before the settle (2 s) fails it.
 func TestEndpointTrialTimesChangeAndRevert(t *testing.T) {
-	svc := &switchable{version: fixtures.CanaryV1, delays: []time.Duration{30 * time.Millisecond, 300 * time.Millisecond}}
+	const change, revert = 30 * time.Millisecond, time.Second
+	svc := &switchable{version: fixtures.CanaryV1, delays: []time.Duration{change, revert}}
 	backend := httptest.NewServer(svc)
 	defer backend.Close()
 	handler := httptest.NewServer(wp.Handler())
@@ -87,20 +100,23 @@ func TestEndpointTrialTimesChangeAndRevert(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rd.Change < 30*time.Millisecond-endpointAttempt || rd.Revert < 300*time.Millisecond-endpointAttempt || rd.Revert <= rd.Change {
-		t.Errorf("change %s (applied after 30ms), revert %s (after 300ms)", rd.Change, rd.Revert)
+	t.Logf("%+v", rd)
+	if rd.Change < change-endpointAttempt || rd.Revert < revert-endpointAttempt || rd.Revert <= rd.Change {
+		t.Errorf("change %s (applied after %s), revert %s (after %s)", rd.Change, change, rd.Revert, revert)
 	}
 	// (Neither may count a request that ran out of its 20 ms on a busy host.)
 	if rd.ChangeResolution <= 0 || rd.RevertResolution <= 0 {
 		t.Errorf("reading %+v", rd)
 	}
-	// Answers from neither backend while a change lands (503 for 5 ms
-	// before each) are counted, and the trial still times the change.
-	svc = &switchable{version: fixtures.CanaryV1, delays: []time.Duration{20 * time.Millisecond, 300 * time.Millisecond}, gap: true}
+	// Answers from neither backend while a change lands (503 to the
+	// requests just before each) are counted, and the trial still times
+	// the change.
+	svc = &switchable{version: fixtures.CanaryV1, delays: []time.Duration{change, revert}, gap: true}
 	gapped := httptest.NewServer(svc)
 	defer gapped.Close()
 	rd, err = endpointTrial(context.Background(), handler.URL, gapped.URL+"/debug", 10*time.Second, 0, svc.point)
-	if err != nil || rd.Neither < 2 || rd.Change < 20*time.Millisecond-endpointAttempt || rd.Revert < 300*time.Millisecond-endpointAttempt {
+	t.Logf("with gaps: %+v", rd)
+	if err != nil || rd.Neither < 2 || rd.Change < change-endpointAttempt || rd.Revert < revert-endpointAttempt || rd.Revert <= rd.Change {
 		t.Errorf("with gaps: %+v, %v", rd, err)
 	}
 }

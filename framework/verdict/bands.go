@@ -30,90 +30,25 @@ func Bands(c *claims.Claim, m mode.Mode) []Band {
 // u.ConntrackMax): a value stated per that setting gives the bands of u's
 // entry (none when u names no documented entry).
 func BandsFor(c *claims.Claim, m mode.Mode, u claims.Variant) []Band {
+	bands, _ := bandsFor(c, m, u)
+	return bands
+}
+
+// bandsFor is BandsFor with how many of the bands are headlines: the
+// quantities the source tells modes apart by.
+func bandsFor(c *claims.Claim, m mode.Mode, u claims.Variant) ([]Band, int) {
 	doc, ok := c.DocumentedFor(m)
 	if !ok {
-		return nil
+		return nil, 0
 	}
 	if doc, ok = doc.For(u); !ok {
-		return nil
+		return nil, 0
 	}
 	ref := c.Reference
 	if ref != nil && ref.Compare == claims.Difference && ref.Mode == m {
-		return nil // the baseline: recorded, not judged
+		return nil, 0 // the baseline: recorded, not judged
 	}
-	var out []Band
-	add := func(name string, d float64, t claims.Tolerance) {
-		lo, hi, _ := band(d, t)
-		out = append(out, Band{Name: name, Low: lo, High: hi})
-	}
-	rate := func(name string, count, total *int64) {
-		if count == nil || total == nil || *total == 0 {
-			return
-		}
-		if *count == 0 {
-			if c.Tolerance.MaxRate != nil {
-				// Reproduced needs the upper bound, so the estimate too, <= max_rate.
-				out = append(out, Band{Name: name, Low: 0, High: *c.Tolerance.MaxRate})
-			}
-			return
-		}
-		if bound, _, ok := unconfirmable(*count, *total, c.Tolerance); ok {
-			// Judged only as an upper bound (judgeRate).
-			out = append(out, Band{Name: name, Low: 0, High: bound})
-			return
-		}
-		add(name, float64(*count)/float64(*total), c.Tolerance)
-	}
-	switch c.Metric {
-	case claims.Outcome, claims.Stability:
-		return nil
-	case claims.Attribution:
-		if doc.Attribution != nil {
-			// The source attributes all its events to its categories (share 1).
-			add("share attributed to "+strings.Join(doc.Attribution.To, " or "), 1, c.Tolerance)
-		}
-	case claims.ErrorRate, claims.SuccessRate, claims.DuplicateCount, claims.FailureRate, claims.ConnectFailureRate:
-		rate("rate", doc.Count, doc.Total)
-		if doc.Unanswered != nil {
-			rate("no-response (-1) rate", doc.Unanswered, doc.Total)
-		}
-		if ref != nil && ref.Compare == claims.RateRatioOf && ref.AppliesTo(m) && ref.Of != nil {
-			rd, ok := ref.Of.DocumentedFor(m)
-			if ok && rd.Count != nil && rd.Total != nil && *rd.Count > 0 && doc.Count != nil && doc.Total != nil {
-				d := (float64(*doc.Count) / float64(*doc.Total)) / (float64(*rd.Count) / float64(*rd.Total))
-				add("ratio to "+ref.Claim, d, *ref.Tolerance)
-			}
-		}
-	case claims.LatencyPercentiles, claims.IntervalMs:
-		base := map[string]float64{}
-		if ref != nil && ref.Compare == claims.Difference {
-			base = c.Documented[ref.Mode].Percentiles
-		}
-		for _, k := range sortedPercentiles(doc.Percentiles) {
-			d := doc.Percentiles[k]
-			if ref != nil && ref.Compare == claims.Difference {
-				b, ok := base[k]
-				if !ok {
-					continue
-				}
-				d -= b
-			}
-			add("P"+k, d, c.Tolerance)
-		}
-	case claims.ProxyFootprint:
-		if doc.Value != nil && doc.VCPU != nil {
-			add("working set (MiB)", *doc.Value, c.Tolerance)
-			add("CPU (vCPU)", *doc.VCPU, c.Tolerance)
-		}
-	default:
-		if doc.Value != nil {
-			add("value", *doc.Value, c.Tolerance)
-			if doc.At != nil {
-				add(fmt.Sprintf("growth to %d", doc.At.Services), doc.At.Value-*doc.Value, c.Tolerance)
-			}
-		}
-	}
-	return out
+	return MetricOf(c.Metric).Bands(c, m, doc)
 }
 
 // Overlaps lists, for a value stated per nf_conntrack_max, each pair of
@@ -136,18 +71,15 @@ func Overlaps(c *claims.Claim) []string {
 			if ga == gb {
 				continue
 			}
-			ba, bb := Bands(c, a), Bands(c, b)
+			ba, ha := bandsFor(c, a, claims.Variant{})
+			bb, hb := bandsFor(c, b, claims.Variant{})
 			if len(ba) == 0 || len(bb) == 0 {
 				out = append(out, fmt.Sprintf("%s: modes %s and %s differ in the source but have no band to tell them apart", c.ID, a, b))
 				continue
 			}
-			// A proxy footprint states two figures per mode, memory and CPU,
-			// and the source tells the modes apart in each: both are headlines.
-			headlines := 1
-			if c.Metric == claims.ProxyFootprint {
-				headlines = min(len(ba), len(bb))
-			}
-			for k := 0; k < headlines; k++ {
+			// A metric may state several figures the source tells the modes
+			// apart in (a proxy footprint's memory and CPU): all are headlines.
+			for k := 0; k < min(ha, hb); k++ {
 				x, y := ba[k], bb[k]
 				if x.Name != y.Name {
 					out = append(out, fmt.Sprintf("%s: headline bands of %s (%s) and %s (%s) are not the same quantity", c.ID, a, x.Name, b, y.Name))
@@ -168,34 +100,12 @@ func Overlaps(c *claims.Claim) []string {
 // distinct.kube_proxy_groups whose headline bands intersect: one cluster's
 // measurement could then pass as either kube-proxy mode.
 func kubeProxyOverlaps(c *claims.Claim) []string {
-	var out []string
-	for _, m := range c.JudgedDocumented() {
-		doc := c.Documented[m]
-		var kps []claims.KubeProxyMode
-		for _, kp := range claims.KubeProxyModes {
-			if _, ok := doc.ByKubeProxy[kp]; ok {
-				kps = append(kps, kp)
-			}
-		}
-		for i, a := range kps {
-			for _, b := range kps[i+1:] {
-				if c.Distinct.KubeProxyGroup(a) == c.Distinct.KubeProxyGroup(b) {
-					continue
-				}
-				ba, bb := BandsFor(c, m, claims.Variant{KubeProxy: a}), BandsFor(c, m, claims.Variant{KubeProxy: b})
-				if len(ba) == 0 || len(bb) == 0 {
-					out = append(out, fmt.Sprintf("%s: mode %s, kube-proxy %s and %s differ in the source but have no band to tell them apart", c.ID, m, a, b))
-					continue
-				}
-				x, y := ba[0], bb[0]
-				if lo, hi := math.Max(x.Low, y.Low), math.Min(x.High, y.High); lo <= hi {
-					out = append(out, fmt.Sprintf("%s: mode %s, %s bands of kube-proxy %s [%s, %s] and %s [%s, %s] overlap in [%s, %s]; the source says they differ",
-						c.ID, m, x.Name, a, num(x.Low), num(x.High), b, num(y.Low), num(y.High), num(lo), num(hi)))
-				}
-			}
-		}
-	}
-	return out
+	return variantOverlaps(c,
+		func(u claims.Variant) bool { return u.KubeProxy != "" },
+		func(a, b claims.Variant) bool {
+			return c.Distinct.KubeProxyGroup(a.KubeProxy) != c.Distinct.KubeProxyGroup(b.KubeProxy)
+		},
+		func(u claims.Variant) string { return string(u.KubeProxy) })
 }
 
 // conntrackOverlaps lists, within each judged mode whose value is stated
@@ -203,28 +113,88 @@ func kubeProxyOverlaps(c *claims.Claim) []string {
 // intersect: the source states a different outcome for every limit, so a
 // measurement that could pass under two limits does not tell them apart.
 func conntrackOverlaps(c *claims.Claim) []string {
+	return variantOverlaps(c,
+		func(u claims.Variant) bool { return u.ConntrackMax != 0 },
+		func(a, b claims.Variant) bool { return true },
+		claims.Variant.String)
+}
+
+// variantOverlaps lists, within each judged mode, the pairs of its
+// documented variants that keep selects and the source tells apart
+// (differ) whose headline bands intersect, or that have no band. A pair
+// is named "a and b", b by second ("kube-proxy iptables and ipvs").
+func variantOverlaps(c *claims.Claim, keep func(claims.Variant) bool, differ func(a, b claims.Variant) bool, second func(claims.Variant) string) []string {
 	var out []string
 	for _, m := range c.JudgedDocumented() {
 		var us []claims.Variant
 		for _, u := range c.Documented[m].Variants() {
-			if u.ConntrackMax != 0 {
+			if keep(u) {
 				us = append(us, u)
 			}
 		}
 		for i, a := range us {
 			for _, b := range us[i+1:] {
+				if !differ(a, b) {
+					continue
+				}
 				ba, bb := BandsFor(c, m, a), BandsFor(c, m, b)
 				if len(ba) == 0 || len(bb) == 0 {
-					out = append(out, fmt.Sprintf("%s: mode %s, %s and %s differ in the source but have no band to tell them apart", c.ID, m, a, b))
+					out = append(out, fmt.Sprintf("%s: mode %s, %s and %s differ in the source but have no band to tell them apart", c.ID, m, a, second(b)))
 					continue
 				}
 				x, y := ba[0], bb[0]
 				if lo, hi := math.Max(x.Low, y.Low), math.Min(x.High, y.High); lo <= hi {
 					out = append(out, fmt.Sprintf("%s: mode %s, %s bands of %s [%s, %s] and %s [%s, %s] overlap in [%s, %s]; the source says they differ",
-						c.ID, m, x.Name, a, num(x.Low), num(x.High), b, num(y.Low), num(y.High), num(lo), num(hi)))
+						c.ID, m, x.Name, a, num(x.Low), num(x.High), second(b), num(y.Low), num(y.High), num(lo), num(hi)))
 				}
 			}
 		}
 	}
 	return out
+}
+
+// band turns a documented value and a tolerance into the widest acceptance
+// band any of the tolerance's bounds allows, and says how in words.
+func band(d float64, t claims.Tolerance) (lo, hi float64, how string) {
+	lo, hi = d, d
+	var hows []string
+	widen := func(l, h float64) {
+		lo, hi = math.Min(lo, l), math.Max(hi, h)
+	}
+	if t.Absolute != nil {
+		widen(d-*t.Absolute, d+*t.Absolute)
+		hows = append(hows, "±"+num(*t.Absolute))
+	}
+	if t.Relative != nil {
+		widen(d-*t.Relative*math.Abs(d), d+*t.Relative*math.Abs(d))
+		hows = append(hows, "±"+pct(*t.Relative))
+	}
+	if t.Factor != nil && d > 0 {
+		widen(d / *t.Factor, d**t.Factor)
+		hows = append(hows, "a factor of "+num(*t.Factor))
+	}
+	if len(hows) == 0 && (t.AtLeast != nil || t.AtMost != nil) {
+		// A bound alone is the band: open on the side it does not set.
+		lo, hi = math.Inf(-1), math.Inf(1)
+	}
+	if len(hows) == 0 && t.AtLeast == nil && t.AtMost == nil {
+		hows = []string{"exactly"}
+	}
+	var bounds []string
+	if t.AtLeast != nil {
+		lo = math.Max(lo, *t.AtLeast)
+		bounds = append(bounds, "at least "+num(*t.AtLeast))
+	}
+	if t.AtMost != nil {
+		hi = math.Min(hi, *t.AtMost)
+		bounds = append(bounds, "at most "+num(*t.AtMost))
+	}
+	how = strings.Join(hows, " or ")
+	if len(bounds) > 0 {
+		if how != "" {
+			how += ", "
+		}
+		how += strings.Join(bounds, " and ")
+	}
+	return lo, hi, how
 }

@@ -3,7 +3,6 @@ package verdict
 import (
 	"github.com/meshclaims/meshclaims/framework/claims"
 	"github.com/meshclaims/meshclaims/framework/mode"
-	"github.com/meshclaims/meshclaims/framework/stats"
 )
 
 // AsMeasured is what a spec would record had it measured exactly the value
@@ -29,21 +28,7 @@ func AsMeasuredUnder(c *claims.Claim, m mode.Mode, u claims.Variant) (Measuremen
 	}
 	got := fromValue(doc)
 	got.KubeProxyMode, got.ConntrackMax = u.KubeProxy, u.ConntrackMax
-	if a := doc.Attribution; a != nil {
-		// The source's events, all in its first category: the source does
-		// not split them between its categories (GUIDE's "reset/EOF").
-		got.Attribution = map[string]int64{a.To[0]: a.Of}
-	}
-	if c.Metric == claims.RateRatio && doc.Value != nil {
-		// Exactly the documented ratio: an interval of zero width.
-		v := *doc.Value
-		got.Ratio = &stats.RatioEstimate{Estimate: v, CI: stats.Interval{Low: v, High: v}, Confidence: Confidence}
-	}
-	if c.Metric == claims.ProxyFootprint && c.Setup.QPS > 0 {
-		// Measured under exactly the documented load.
-		q := c.Setup.QPS
-		got.AchievedQPS = &q
-	}
+	MetricOf(c.Metric).AsMeasured(c, doc, &got)
 	if r := c.Reference; r != nil {
 		var ref claims.Value
 		switch {

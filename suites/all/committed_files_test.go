@@ -26,10 +26,11 @@ var machinePath = regexp.MustCompile(`(?:^|[^A-Za-z0-9_.~$-])(/(?:work|root|home
 // buildHistory matches words that tell how the project was built instead
 // of what it does: a numbered CI attempt ("stop" and its number), other
 // builds "beside it" by name, and the word for a working period in any form. A technical
-// use (a TLS, HTTP, SSH or login one) is told apart by its qualifier.
+// use (a TLS, HTTP, SSH or login one) is told apart by its qualifier, and
+// a dotted identifier (Envoy's envoy.filters.udp.session) by its dots.
 var buildHistory = regexp.MustCompile(`(?i)\b[s]essions?\b|\bstop \d+\b|\bhelpers?'? builds\b|\bother helpers\b`)
 
-var qualifiedTechnicalUse = regexp.MustCompile(`(?i)\b(?:tls|ssl|http|https|ssh|login|logind|d-bus|dbus|cookie|user) [s]essions?\b`)
+var qualifiedTechnicalUse = regexp.MustCompile(`(?i)\b(?:tls|ssl|http|https|ssh|login|logind|d-bus|dbus|cookie|user) [s]essions?\b|[A-Za-z0-9_]\.[s]essions?\b|\b[s]essions?\.[A-Za-z0-9_]`)
 
 // officialGoRoot is where the official Go archive installs; spelt so that
 // this file does not name it.
@@ -114,7 +115,7 @@ func TestCommittedFileProblemsMatcher(t *testing.T) {
 		"/usr/lib/cni", "bin/uml/root/usr/bin/linux.uml", "$CHECKOUT/bin/uml/root/usr/bin/linux.uml",
 		"($RESULTS/fill-noconn2)", "~/.kube/config", "--tmpfs /tmp --tmpfs /run", "~/work/x",
 		"a TLS s" + "ession ticket", "the rollout stops after 20 cycles", "sequential stopping",
-		"credential helpers", "pilot-agent", "t.Helper()", "https://example.com/home/x",
+		"credential helpers", "pilot-agent", `"category": "envoy.filters.udp.s` + `ession",`, "udp_proxy.s" + "ession.http_capsule.v3", "t.Helper()", "https://example.com/home/x",
 	}
 	for _, line := range quiet {
 		if got := committedFileProblems("x.md", []byte(line)); len(got) != 0 {

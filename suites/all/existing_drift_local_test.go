@@ -35,7 +35,7 @@ const driftMarker = "workloads: echo in "
 // written, created or deleted by anyone but the cluster's own components
 // after the switch (what the run made is left in place: cleaning it up is a
 // write too, and the guard cannot tell which cluster it would land on).
-func checkDriftGuardOnRealPath(t *testing.T, bin string, k *localk8s.Cluster, reg *privateregistry.Registry, results string, theirs func(inventory.Object) (bool, string)) {
+func checkDriftGuardOnRealPath(t testing.TB, bin string, k *localk8s.Cluster, reg *privateregistry.Registry, results string, theirs func(inventory.Object) (bool, string)) {
 	t.Helper()
 	ctx := context.Background()
 	kc, err := clientcmd.LoadFromFile(k.KubeconfigPath())

@@ -54,8 +54,9 @@ import (
 // the registry and removed (runSidecarOnExisting, with the istio-system
 // clash first). Then the drift guard on the same
 // path (checkDriftGuardOnRealPath; MESHCLAIMS_EXISTING_DRIFT=0 skips it).
-func TestExistingProviderOnLocalCluster(t *testing.T) {
-	setuptest.RequireLocal(t, "-provider=existing on a local cluster with a private registry")
+func TestExistingProviderOnLocalCluster(tt *testing.T) {
+	setuptest.RequireLocal(tt, "-provider=existing on a local cluster with a private registry")
+	t := newFailureLog(tt)
 	bin := e2eBinary(t)
 	reg := privateregistry.ForTest(t)
 	ctx := context.Background()
@@ -156,7 +157,7 @@ func TestExistingProviderOnLocalCluster(t *testing.T) {
 	}
 	checkRunInventory(t, filepath.Join(results, run))
 	if sidecarFilter != "" {
-		runSidecarOnExisting(t, bin, k, reg, kc.CurrentContext, results, run+"-sidecar", scale, sidecarFilter, their, rootCerts)
+		runSidecarOnExisting(t, bin, k, reg, kc.CurrentContext, results, run+"-sidecar", scale, sidecarFilter, their, rootCerts, &console)
 		checkRunInventory(t, filepath.Join(results, run+"-sidecar"))
 	}
 
@@ -227,7 +228,7 @@ func TestExistingProviderOnLocalCluster(t *testing.T) {
 			t.Fatal(err)
 		}
 		if p := clientProblems(theirCalls, calls); len(p) > 0 {
-			t.Errorf("their traffic: %v", p)
+			t.Errorf("their traffic: %v; each failure and what the runs were doing then: %v", p, placeFailures(theirCalls, calls, console.String()))
 		}
 		t.Logf("their Istio unchanged (%d objects: releases' revisions, values and manifests, webhooks, Deployments, pods and restarts, namespaces' labels); "+
 			"their client made %d calls during the runs, all %d answered, %d failed",
@@ -254,7 +255,7 @@ const localEnforcer = "-netpol-enforcer=kube-router (host process)"
 // must stop before it builds, pushes or writes anything, saying so. The
 // inventory compare at the end of the test covers the cluster; the
 // registry must still be empty.
-func refusedWithoutEnforcer(t *testing.T, bin string, args []string, reg *privateregistry.Registry, regBefore []string) {
+func refusedWithoutEnforcer(t testing.TB, bin string, args []string, reg *privateregistry.Registry, regBefore []string) {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), "DOCKER_CONFIG="+reg.DockerConfigDir)
@@ -282,7 +283,7 @@ func refusedWithoutEnforcer(t *testing.T, bin string, args []string, reg *privat
 // and a NetworkPolicy, and Gateway API CRDs of another bundle than the one
 // Istio 1.30 is built against (seedForeignGatewayCRDs), none of them the
 // suite's.
-func seedForeignObjects(t *testing.T, cs kubernetes.Interface, rc *rest.Config) {
+func seedForeignObjects(t testing.TB, cs kubernetes.Interface, rc *rest.Config) {
 	t.Helper()
 	ctx := context.Background()
 	ns := "team-payments"
@@ -335,7 +336,7 @@ func seedForeignObjects(t *testing.T, cs kubernetes.Interface, rc *rest.Config) 
 	}
 }
 
-func istioArchiveFlags(t *testing.T) []string {
+func istioArchiveFlags(t testing.TB) []string {
 	t.Helper()
 	archives, charts := setuptest.IstioImages(t)
 	v := setuptest.IstioVersion(t)
@@ -359,7 +360,7 @@ func containsKey(keys []string, k string) bool {
 // its results directory: both inventories, what differs and who wrote it,
 // and the report's summary of it, which must say that no foreign object was
 // changed by the run and none of its own was left.
-func checkRunInventory(t *testing.T, dir string) {
+func checkRunInventory(t testing.TB, dir string) {
 	t.Helper()
 	for _, f := range []string{setup.InventoryBeforeFile, setup.InventoryAfterFile, setup.InventoryChangesFile} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {

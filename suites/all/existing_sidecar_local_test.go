@@ -39,7 +39,7 @@ var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Ver
 // seedForeignGatewayCRDs creates that bundle's standard-channel CRDs, as
 // its release files carry them (bundle-version annotation, no mark of the
 // suite's).
-func seedForeignGatewayCRDs(t *testing.T, rc *rest.Config) {
+func seedForeignGatewayCRDs(t testing.TB, rc *rest.Config) {
 	t.Helper()
 	dir, err := apiserver.ModuleDir(foreignGatewayAPIModule)
 	if err != nil {
@@ -86,14 +86,15 @@ func seedForeignGatewayCRDs(t *testing.T, rc *rest.Config) {
 // pulled by the node, the qualified Istio installed as a revision beside
 // theirs (-istio-revision) among the foreign objects (its Gateway API CRDs
 // left as they are) and removed afterwards. The caller's after-inventory
-// and their-Istio checks then cover both runs.
+// and their-Istio checks then cover both runs. console receives all both
+// runs print.
 //
 // First the run a user makes without knowing their Istio is there: it must
 // stop before its first write, naming their Istio and the ways on, and
 // leave nothing (inventories before and after that attempt, compared; a
 // change their own istiod made meanwhile is told apart by theirWrite).
-func runSidecarOnExisting(t *testing.T, bin string, k *localk8s.Cluster, reg *privateregistry.Registry, kubeContext, results, run, scale, filter string,
-	their *theirIstio, rootCerts map[string]string) {
+func runSidecarOnExisting(t testing.TB, bin string, k *localk8s.Cluster, reg *privateregistry.Registry, kubeContext, results, run, scale, filter string,
+	their *theirIstio, rootCerts map[string]string, console io.Writer) {
 	t.Helper()
 	ctx := context.Background()
 	args := func(id string, extra ...string) []string {
@@ -122,7 +123,7 @@ func runSidecarOnExisting(t *testing.T, bin string, k *localk8s.Cluster, reg *pr
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	refusedErr := exe(args(run+"-refused"), run+"-refused", io.MultiWriter(os.Stdout, &out))
+	refusedErr := exe(args(run+"-refused"), run+"-refused", io.MultiWriter(os.Stdout, &out, console))
 	if refusedErr == nil {
 		t.Errorf("the sidecar run passed over their Istio")
 	}
@@ -173,14 +174,14 @@ func runSidecarOnExisting(t *testing.T, bin string, k *localk8s.Cluster, reg *pr
 	}
 
 	// The qualification, beside their Istio.
-	if err := exe(args(run, "-istio-revision="+existingRevision), run, os.Stdout); err != nil {
+	if err := exe(args(run, "-istio-revision="+existingRevision), run, io.MultiWriter(os.Stdout, console)); err != nil {
 		t.Errorf("-provider=existing -mode=sidecar -istio-revision=%s run failed: %v", existingRevision, err)
 	}
 }
 
 // awaitNamespaceFilled waits (1 min at most) until kube-controller-manager
 // has given namespace ns its default ServiceAccount and kube-root-ca.crt.
-func awaitNamespaceFilled(t *testing.T, cs kubernetes.Interface, ns string) {
+func awaitNamespaceFilled(t testing.TB, cs kubernetes.Interface, ns string) {
 	t.Helper()
 	if _, err := converge.Until(context.Background(), converge.Policy{Poll: 200 * time.Millisecond, Times: 1, Limit: time.Minute},
 		"namespace "+ns+" holds what the cluster adds to every namespace (ServiceAccount default, ConfigMap kube-root-ca.crt)",

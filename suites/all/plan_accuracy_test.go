@@ -24,16 +24,17 @@ var planAccuracyCases = []struct {
 	name   string
 	record string // the kept run whose configuration is planned and whose wall time is measured
 	costs  string // -plan-costs, repository-relative; "" for the default
-	// crossScale: the costs are of another -duration-scale than the run,
-	// as sidecar's at 0.05 are (the project keeps no sidecar run at
-	// 0.05). Benchmarked to show what that costs, not bounded by the test.
+	// crossScale: the costs are of another -duration-scale than the run.
+	// Benchmarked to show what that costs, not bounded by the test.
 	crossScale bool
 }{
 	// The quick start's mode set; the default reads local-none.
 	{"none-0.05", "testdata/examples/local-none-2", "", false},
 	{"none-0.05-from-local-none-2", "testdata/examples/local-none", "testdata/examples/local-none-2", false},
-	// The project keeps no sidecar run at 0.05; at scale 1 the default
-	// reads the fixed-duration record, measured against the sequential one.
+	// The project keeps one sidecar run at 0.05 (local-none-sidecar), the
+	// default's record for it, so no other run forecasts it; at scale 1 the
+	// default reads the fixed-duration record, measured against the
+	// sequential one.
 	{"sidecar-1", "testdata/bench/scale1/bench-0-sequential-sidecar", "", false},
 	{"sidecar-1-from-sequential", "testdata/bench/scale1/bench-0-fixed-sidecar", "testdata/bench/scale1/bench-0-sequential-sidecar", false},
 	// none at 0.05 from the scale-1 none record: its kubeproxy claims made
@@ -161,7 +162,7 @@ func TestPlanDefaultCostsOnFreshClone(t *testing.T) {
 		record string
 	}{
 		{"none", "testdata/examples/local-none"},
-		{"sidecar", "testdata/bench/scale1/bench-0-fixed-sidecar"},
+		{"sidecar", "testdata/examples/local-none-sidecar"},
 	} {
 		t.Run(tc.modes, func(t *testing.T) {
 			modes, err := mode.Parse(tc.modes)

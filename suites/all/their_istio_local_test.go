@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -74,7 +76,7 @@ type theirIstio struct {
 
 // seedTheirIstio installs their Istio and workload and waits until their
 // client's calls succeed (the positive control that their traffic flows).
-func seedTheirIstio(t *testing.T, rc *rest.Config, reg *privateregistry.Registry) *theirIstio {
+func seedTheirIstio(t testing.TB, rc *rest.Config, reg *privateregistry.Registry) *theirIstio {
 	t.Helper()
 	ctx := context.Background()
 	t.Setenv("DOCKER_CONFIG", reg.DockerConfigDir)
@@ -209,11 +211,33 @@ func seedTheirIstio(t *testing.T, rc *rest.Config, reg *privateregistry.Registry
 		}); err != nil {
 		t.Fatal(err)
 	}
-	// Their istiod patches its webhooks' CA bundles once it starts and
-	// writes its root certificate into every namespace; a snapshot taken
-	// before that settles would read it as the run's doing.
-	time.Sleep(10 * time.Second)
+	th.awaitSettled(t)
 	return th
+}
+
+// awaitSettled waits until two snapshots of their Istio taken 5 s apart
+// are the same (2 min at most). Their istiod patches its webhooks, takes
+// its leader-election leases and writes its root certificate into every
+// namespace for a while after it starts, later on a busy machine; a
+// snapshot taken before that ends would read their istiod's own start-up
+// as a change the run made.
+func (th *theirIstio) awaitSettled(t testing.TB) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	prev := th.snapshot(t)
+	for {
+		time.Sleep(5 * time.Second)
+		cur := th.snapshot(t)
+		d := diffTheirState(prev, cur)
+		if len(d) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("their Istio did not settle in 2 min; still changing: %v", d)
+		}
+		t.Logf("their Istio still starting: %v", d)
+		prev = cur
+	}
 }
 
 // clientStats reads their client's counters through a port-forward.
@@ -251,7 +275,7 @@ func digest(v any) string {
 	return fmt.Sprintf("%x", sha256.Sum256(raw))[:16]
 }
 
-func (th *theirIstio) snapshot(t *testing.T) theirState {
+func (th *theirIstio) snapshot(t testing.TB) theirState {
 	t.Helper()
 	ctx := context.Background()
 	st := theirState{}
@@ -357,9 +381,58 @@ func clientProblems(before, after orderclient.Stats) []string {
 		out = append(out, fmt.Sprintf("their client made no successful call during the run (sent %d -> %d, succeeded %d -> %d): restarted or stopped", before.Sent, after.Sent, before.Succeeded, after.Succeeded))
 	}
 	if after.Failed != before.Failed {
-		out = append(out, fmt.Sprintf("their client saw %d failed calls during the run (%v)", after.Failed-before.Failed, after.FailuresByCause))
+		out = append(out, fmt.Sprintf("their client saw %d failed calls during the run (%s)", after.Failed-before.Failed, causesSince(before, after)))
 	}
 	return out
+}
+
+// placeFailures names each of their client's failures since before with
+// what the runs were doing at that moment: the last stamped line ("15:04:05
+// spec 3 of 45: ...") the runs printed at or before it, from console, which
+// holds everything the runs printed. A failure is then traced to a spec or
+// a set-up phase, not only counted.
+func placeFailures(before, after orderclient.Stats, console string) []string {
+	seen := map[string]bool{}
+	for _, f := range before.RecentFailures {
+		seen[f.RequestID] = true
+	}
+	type line struct{ at, text string }
+	var lines []line
+	for _, l := range strings.Split(console, "\n") {
+		l = strings.TrimSpace(l)
+		if len(l) > 9 && l[2] == ':' && l[5] == ':' && l[8] == ' ' {
+			if _, err := time.Parse("15:04:05", l[:8]); err == nil {
+				lines = append(lines, line{l[:8], l[9:]})
+			}
+		}
+	}
+	var out []string
+	for _, f := range after.RecentFailures {
+		if seen[f.RequestID] {
+			continue
+		}
+		at := f.At.Local().Format("15:04:05")
+		doing := "before the runs' first line"
+		for _, l := range lines {
+			if l.at <= at {
+				doing = l.at + " " + l.text
+			}
+		}
+		out = append(out, fmt.Sprintf("%s %s (%s), during: %s", at, f.Cause, f.Error, doing))
+	}
+	return out
+}
+
+// causesSince is the failures by cause added between two readings of the
+// client's cumulative counters, e.g. "status_503 2".
+func causesSince(before, after orderclient.Stats) string {
+	var parts []string
+	for _, c := range slices.Sorted(maps.Keys(after.FailuresByCause)) {
+		if n := after.FailuresByCause[c] - before.FailuresByCause[c]; n != 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", c, n))
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 // theirWrite says whether a change the inventory found on a foreign object
@@ -389,7 +462,7 @@ func (th *theirIstio) theirWrite(ctx context.Context, o inventory.Object, rootCe
 }
 
 // rootCerts are the istio-ca-root-cert ConfigMaps' contents by namespace.
-func (th *theirIstio) rootCerts(t *testing.T) map[string]string {
+func (th *theirIstio) rootCerts(t testing.TB) map[string]string {
 	t.Helper()
 	l, err := th.cs.CoreV1().ConfigMaps("").List(context.Background(), metav1.ListOptions{FieldSelector: "metadata.name=istio-ca-root-cert"})
 	if err != nil {
@@ -410,7 +483,7 @@ const existingRevision = "qual"
 // restarted), their server scaled to nothing (failed calls), and the
 // upgrade the suite used to make of a release that was not its own (their
 // istiod's values and revision changed).
-func (th *theirIstio) negativeControls(t *testing.T, before theirState) {
+func (th *theirIstio) negativeControls(t testing.TB, before theirState) {
 	t.Helper()
 	ctx := context.Background()
 	stats, err := th.clientStats(ctx)
@@ -475,5 +548,34 @@ func (th *theirIstio) negativeControls(t *testing.T, before theirState) {
 		t.Errorf("negative control: the upgrade of their istiod release is not seen: %v", d)
 	} else {
 		t.Logf("negative control, the old upgrade path: %v", d)
+	}
+}
+
+// TestClientProblemsCountOnlyTheRun reads two cumulative records of their
+// client: failures from before the first reading are not the run's; each
+// kind of problem is named with the run's own count.
+func TestClientProblemsCountOnlyTheRun(t *testing.T) {
+	before := orderclient.Stats{Sent: 63, Succeeded: 60, Failed: 3, FailuresByCause: map[string]int64{"status_503": 3}}
+	quiet := orderclient.Stats{Sent: 4444, Succeeded: 4441, Failed: 3, FailuresByCause: map[string]int64{"status_503": 3}}
+	if p := clientProblems(before, quiet); len(p) != 0 {
+		t.Errorf("a run during which every call answered: %v", p)
+	}
+	failed := orderclient.Stats{Sent: 4444, Succeeded: 4438, Failed: 6, FailuresByCause: map[string]int64{"status_503": 5, "timeout": 1}}
+	p := clientProblems(before, failed)
+	if len(p) != 1 || !strings.Contains(p[0], "3 failed calls during the run (status_503 2, timeout 1)") {
+		t.Errorf("three failures during the run: %v", p)
+	}
+	failed.RecentFailures = []orderclient.Failure{{RequestID: "a", Cause: "timeout", At: time.Date(2026, 12, 7, 9, 44, 2, 0, time.Local), Error: "context deadline exceeded"}}
+	console := "  09:43:58 spec 9 of 45: kubeproxy.service-scale [none] time until ...\n  [kubeproxy.service-scale none +3s] filled 500 Services\n  09:44:03 spec 10 of 45: conntrack.table-full [none]\n"
+	if got := placeFailures(before, failed, console); len(got) != 1 || got[0] != "09:44:02 timeout (context deadline exceeded), during: 09:43:58 spec 9 of 45: kubeproxy.service-scale [none] time until ..." {
+		t.Errorf("a failure placed in the runs' lines: %q", got)
+	}
+	before.RecentFailures = failed.RecentFailures
+	if got := placeFailures(before, failed, console); len(got) != 0 {
+		t.Errorf("a failure from before the run is not the run's: %q", got)
+	}
+	stopped := orderclient.Stats{Sent: 63, Succeeded: 60, Failed: 3, FailuresByCause: map[string]int64{"status_503": 3}}
+	if p := clientProblems(before, stopped); len(p) != 1 || !strings.Contains(p[0], "no successful call") {
+		t.Errorf("a client that stopped: %v", p)
 	}
 }
