@@ -130,7 +130,7 @@ func timeEndpointChanges(ctx context.Context, r *spec.Run) (out EndpointTiming, 
 			return err
 		}
 		// Set-up, not the measurement: the new Service answers at all.
-		res, err := probe.UntilVia(ctx, base, url, 200, r.Env.Config.Timeouts.ServiceReady, readinessAttempt)
+		res, err := probe.UntilVia(ctx, base, url, 200, r.Env.Config.Timeouts.ServiceReady, ReadinessAttempt)
 		if err != nil {
 			return err
 		}

@@ -50,7 +50,7 @@ func modeOf(c probe.Client) mode.Mode {
 // record more (restart cycles, the stopping rule) record it themselves.
 // Closing stop (when not nil) ends the load early with what ran so far.
 func runLoad(ctx context.Context, r *spec.Run, c probe.Client, name string, s load.Spec, stop <-chan struct{}) (*load.Run, error) {
-	eng, rawDir, done, err := clientEngine(ctx, r, c, "meshclaims-load-")
+	eng, rawDir, done, err := ClientEngine(ctx, r, c, "meshclaims-load-")
 	if err != nil {
 		return nil, err
 	}
@@ -84,10 +84,10 @@ func runLoad(ctx context.Context, r *spec.Run, c probe.Client, name string, s lo
 	return run, nil
 }
 
-// clientEngine is a load engine on client c's fortio, reached over a
+// ClientEngine is a load engine on client c's fortio, reached over a
 // port-forward to one of its ready pods, writing its raw files into a
 // temporary directory; done stops the forward and removes the directory.
-func clientEngine(ctx context.Context, r *spec.Run, c probe.Client, tmpPrefix string) (eng *load.Engine, rawDir string, done func(), err error) {
+func ClientEngine(ctx context.Context, r *spec.Run, c probe.Client, tmpPrefix string) (eng *load.Engine, rawDir string, done func(), err error) {
 	m, err := scenario.ClusterOf(r)
 	if err != nil {
 		return nil, "", nil, err

@@ -102,7 +102,7 @@ func makeServiceFill(ctx context.Context, r *spec.Run, n int, withConn bool) (*S
 		}
 		url = fmt.Sprintf("http://%s:%d/", svc.Spec.ClusterIP, fixtures.EchoHTTPPort)
 	}
-	if f.QuietReadings, err = timeServices(ctx, r, t, "svc-quiet"); err != nil {
+	if f.QuietReadings, err = TimeServices(ctx, r, t, "svc-quiet"); err != nil {
 		return nil, err
 	}
 	if withConn {
@@ -117,7 +117,7 @@ func makeServiceFill(ctx context.Context, r *spec.Run, n int, withConn bool) (*S
 	if withConn && f.ConnErr == nil {
 		f.LoadedConnMs, f.ConnErr = newConnectionBatches(ctx, r, url, batches)
 	}
-	if f.LoadedReadings, err = timeServices(ctx, r, t, "svc-loaded"); err != nil {
+	if f.LoadedReadings, err = TimeServices(ctx, r, t, "svc-loaded"); err != nil {
 		return nil, err
 	}
 	return f, nil

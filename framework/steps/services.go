@@ -29,14 +29,14 @@ import (
 // ServiceTrials is how many Services are timed at each scale.
 const ServiceTrials = 5
 
-// readinessAttempt bounds each attempt while waiting for a new Service. It
+// ReadinessAttempt bounds each attempt while waiting for a new Service. It
 // must be short: an attempt made before kube-proxy wrote the rules has its
 // SYN dropped, so each failed attempt lasts the whole bound and the
 // readings fall on a grid of bound + the 20 ms polling step. HYBRID's lesson:
 // a 0.2 s attempt limit pinned its readings to 206 and 411 ms, and it
 // re-measured with 20 ms ('試行制限を20msに縮小して再測定しました');
 // method.service-ready-off-attempt-grid checks the grid on the run itself.
-const readinessAttempt = 20 * time.Millisecond
+const ReadinessAttempt = 20 * time.Millisecond
 
 // ServiceReadiness measures HYBRID's kube-proxy claim: time from creating a
 // Service for echo until a request to its ClusterIP is answered, first with
@@ -93,15 +93,15 @@ func readingSeconds(rs []ServiceReading) []float64 {
 	return out
 }
 
-// timeServices creates ServiceTrials Services for echo, one after another,
+// TimeServices creates ServiceTrials Services for echo, one after another,
 // and measures how long each takes to answer on its ClusterIP. The client's
 // port-forward is opened first and the polling runs inside the client pod, so
 // the time is create call + in-pod wait, with no port-forward set-up in it.
-func timeServices(ctx context.Context, r *spec.Run, t fixtures.Target, prefix string) ([]ServiceReading, error) {
+func TimeServices(ctx context.Context, r *spec.Run, t fixtures.Target, prefix string) ([]ServiceReading, error) {
 	return timeServicesN(ctx, r, t, prefix, ServiceTrials)
 }
 
-// timeServicesN is timeServices with n Services instead of ServiceTrials.
+// timeServicesN is TimeServices with n Services instead of ServiceTrials.
 func timeServicesN(ctx context.Context, r *spec.Run, t fixtures.Target, prefix string, n int) ([]ServiceReading, error) {
 	m, err := scenario.ClusterOf(r)
 	if err != nil {
@@ -122,7 +122,7 @@ func timeServicesN(ctx context.Context, r *spec.Run, t fixtures.Target, prefix s
 				return err
 			}
 			url := fmt.Sprintf("http://%s:%d/", got.Spec.ClusterIP, fixtures.EchoHTTPPort)
-			res, err := probe.UntilVia(ctx, base, url, 200, r.Env.Config.Timeouts.ServiceReady, readinessAttempt)
+			res, err := probe.UntilVia(ctx, base, url, 200, r.Env.Config.Timeouts.ServiceReady, ReadinessAttempt)
 			if err != nil {
 				return err
 			}
@@ -249,7 +249,7 @@ func createFillers(ctx context.Context, r *spec.Run, n int) (cleanup func(), nat
 			// The in-pod wait is bounded (wp.MaxWait); the whole wait by
 			// ServicesSynced.
 			left := limit - time.Since(start)
-			res, err := probe.UntilVia(ctx, base, url, 200, min(max(left, time.Second), wp.MaxWait), readinessAttempt)
+			res, err := probe.UntilVia(ctx, base, url, 200, min(max(left, time.Second), wp.MaxWait), ReadinessAttempt)
 			if err != nil {
 				return err
 			}

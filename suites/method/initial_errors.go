@@ -2,7 +2,6 @@ package method
 
 import (
 	"github.com/meshclaims/meshclaims/framework/spec"
-	"github.com/meshclaims/meshclaims/framework/steps"
 )
 
 // Scenario: the in-mesh client loads echo's starting target (503 for a
@@ -14,5 +13,5 @@ var _ = spec.Declare(spec.Def{
 	Claim:    "method.initial-errors-abort",
 	Area:     "method",
 	Scenario: "echo's /starting (503 for 2 s after each load's first request); the same load without and with -allow-initial-errors; fortio's warm-up abort observed",
-	Measure:  steps.InitialErrorsAbort,
+	Measure:  initialErrorsAbort,
 })

@@ -17,5 +17,5 @@ var _ = spec.Declare(spec.Def{
 	Scenario: "the T5 load's histogram: each percentile's bucket width against its value",
 	Slow:     true,
 	Loads:    steps.SteadyLoads(nil),
-	Measure:  steps.SteadyPercentilesResolved,
+	Measure:  steadyPercentilesResolved,
 })

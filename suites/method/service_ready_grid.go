@@ -2,7 +2,6 @@ package method
 
 import (
 	"github.com/meshclaims/meshclaims/framework/spec"
-	"github.com/meshclaims/meshclaims/framework/steps"
 )
 
 // Scenario: time 5 new Services until their ClusterIP answers, as
@@ -13,5 +12,5 @@ var _ = spec.Declare(spec.Def{
 	Claim:    "method.service-ready-off-attempt-grid",
 	Area:     "method",
 	Scenario: "5 new Services timed until their ClusterIP answers; the probe's retry interval against the median reading",
-	Measure:  steps.ServiceReadyGrid,
+	Measure:  serviceReadyGrid,
 })

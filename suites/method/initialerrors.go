@@ -1,4 +1,4 @@
-package steps
+package method
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/meshclaims/meshclaims/framework/probe"
 	"github.com/meshclaims/meshclaims/framework/scenario"
 	"github.com/meshclaims/meshclaims/framework/spec"
+	"github.com/meshclaims/meshclaims/framework/steps"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
 
@@ -22,28 +23,28 @@ import (
 // attempt saw none in 12 warm-ups), so the check provokes it: each load
 // starts at the moment its target fails its first requests, as a pod the
 // Service already points at while it is replaced. echo's StartingPath
-// answers 503 through InitialErrorsWindow after a key's first request, then
+// answers 503 through initialErrorsWindow after a key's first request, then
 // 200; the two loads get two keys, so both meet the same condition from
 // their first request. The loads run in the client pod as `fortio load`
 // runs them (echo.LoadPath: fortio's RunHTTPTest, whose warm-up is one
 // request per connection and fails on any code but 2xx or 418), so the
 // abort, or its absence, is fortio's own.
 
-// InitialErrorsWindow is how long the starting target fails a key's first
+// initialErrorsWindow is how long the starting target fails a key's first
 // requests: well past fortio's warm-up (one request per connection, in
 // parallel) and a sidecar's retries of a 503 (25 ms backoff, 2 retries).
-const InitialErrorsWindow = 2 * time.Second
+const initialErrorsWindow = 2 * time.Second
 
-// InitialErrorsFloor is the shortest load: the load with the flag must
+// initialErrorsFloor is the shortest load: the load with the flag must
 // outlast the window to show the target recover.
-const InitialErrorsFloor = 2 * InitialErrorsWindow
+const initialErrorsFloor = 2 * initialErrorsWindow
 
-// StartingURL is base's StartingPath failing key's first requests for window.
-func StartingURL(base, key string, window time.Duration) string {
+// startingURL is base's StartingPath failing key's first requests for window.
+func startingURL(base, key string, window time.Duration) string {
 	return strings.TrimSuffix(base, "/") + echo.StartingPath + "?" + url.Values{"key": {key}, "for": {window.String()}}.Encode()
 }
 
-// JudgeInitialErrors judges the two loads made against the same provoked
+// judgeInitialErrors judges the two loads made against the same provoked
 // condition: strict without -allow-initial-errors, allowed with it.
 //
 //   - allowed aborted: an error (the client broke; the lesson says nothing).
@@ -53,7 +54,7 @@ func StartingURL(base, key string, window time.Duration) string {
 //   - strict aborted on fortio's "warmup error" naming the 503: verified.
 //   - strict aborted on something else: Unmet (another condition).
 //   - strict ran to its end: not verified (fortio did not abort).
-func JudgeInitialErrors(strict, allowed *load.FortioLoad) (verdict.Measurement, error) {
+func judgeInitialErrors(strict, allowed *load.FortioLoad) (verdict.Measurement, error) {
 	if strict == nil || allowed == nil || strict.Result == nil || allowed.Result == nil {
 		return verdict.Measurement{}, errors.New("initial errors: both loads and their fortio results are needed")
 	}
@@ -87,26 +88,26 @@ func JudgeInitialErrors(strict, allowed *load.FortioLoad) (verdict.Measurement, 
 	return m, nil
 }
 
-// InitialErrorsAbort runs the check in r's mode: the registry's load
-// (qps, connections, duration scaled, never below InitialErrorsFloor) from
+// initialErrorsAbort runs the check in r's mode: the registry's load
+// (qps, connections, duration scaled, never below initialErrorsFloor) from
 // the in-mesh client to echo's starting target through the echo Service,
 // once without -allow-initial-errors and once with it, each on a fresh key.
-func InitialErrorsAbort(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
-	s, err := SetupLoad(r, scenario.EchoURL(r), InitialErrorsFloor)
+func initialErrorsAbort(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
+	s, err := steps.SetupLoad(r, scenario.EchoURL(r), initialErrorsFloor)
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
 	r.SetSetup("%g qps x %d connections for %s from the in-mesh client to echo's %s (503 for %s after each load's first request), once without and once with -allow-initial-errors, as fortio load runs",
-		s.QPS, s.Connections, s.Duration, echo.StartingPath, InitialErrorsWindow)
+		s.QPS, s.Connections, s.Duration, echo.StartingPath, initialErrorsWindow)
 	if err := scenario.Quiesce(ctx, r, r.Mode); err != nil {
 		return verdict.Measurement{}, err
 	}
 	// Keys name this run's windows: echo pods outlive a run.
 	nonce := time.Now().UnixNano()
 	run := func(name string, allow bool) (*load.FortioLoad, error) {
-		q := echo.LoadRequest{URL: StartingURL(scenario.EchoURL(r), fmt.Sprintf("%s-%d", name, nonce), InitialErrorsWindow),
+		q := echo.LoadRequest{URL: startingURL(scenario.EchoURL(r), fmt.Sprintf("%s-%d", name, nonce), initialErrorsWindow),
 			QPS: s.QPS, Connections: s.Connections, Duration: s.Duration, AllowInitialErrors: allow}
-		return FortioLoad(ctx, r, scenario.InMesh(r), name, q)
+		return fortioLoad(ctx, r, scenario.InMesh(r), name, q)
 	}
 	strict, err := run("initial-errors-strict", false)
 	if err != nil {
@@ -116,7 +117,7 @@ func InitialErrorsAbort(ctx context.Context, r *spec.Run) (verdict.Measurement, 
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
-	got, err := JudgeInitialErrors(strict, allowed)
+	got, err := judgeInitialErrors(strict, allowed)
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
@@ -124,10 +125,10 @@ func InitialErrorsAbort(ctx context.Context, r *spec.Run) (verdict.Measurement, 
 	return got, nil
 }
 
-// FortioLoad runs q from client c as `fortio load` runs it (echo.LoadPath)
+// fortioLoad runs q from client c as `fortio load` runs it (echo.LoadPath)
 // and keeps fortio's reply as the raw result name.
-func FortioLoad(ctx context.Context, r *spec.Run, c probe.Client, name string, q echo.LoadRequest) (*load.FortioLoad, error) {
-	eng, _, done, err := clientEngine(ctx, r, c, "meshclaims-fortio-load-")
+func fortioLoad(ctx context.Context, r *spec.Run, c probe.Client, name string, q echo.LoadRequest) (*load.FortioLoad, error) {
+	eng, _, done, err := steps.ClientEngine(ctx, r, c, "meshclaims-fortio-load-")
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package steps
+package method
 
 import (
 	"strings"
@@ -7,10 +7,14 @@ import (
 
 	fstats "fortio.org/fortio/stats"
 
+	"github.com/meshclaims/meshclaims/framework/claims/claimstest"
+	"github.com/meshclaims/meshclaims/framework/config"
 	"github.com/meshclaims/meshclaims/framework/fortioresult"
 	"github.com/meshclaims/meshclaims/framework/fortioresult/fortiotest"
 	"github.com/meshclaims/meshclaims/framework/load"
 	"github.com/meshclaims/meshclaims/framework/mode"
+	"github.com/meshclaims/meshclaims/framework/spec"
+	"github.com/meshclaims/meshclaims/framework/steps"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
 
@@ -24,27 +28,27 @@ import (
 // shared runners here reach load 20 at times).
 func TestPercentilesResolvedOnFortioRuns(t *testing.T) {
 	r := latencyRun(t, "method.percentiles-off-bucket-edges")
-	s, err := Steady(r)
+	s, err := steps.Steady(r)
 	if err != nil {
 		t.Fatal(err)
 	}
 	s.Duration = time.Second
 	coarseSpec := s
 	coarseSpec.Resolution = 1e-3
-	coarse, err := PercentilesResolved(fortiotest.RunSpec(t, "steady-1ms", coarseSpec, "delay=100us"))
+	coarse, err := percentilesResolved(fortiotest.RunSpec(t, "steady-1ms", coarseSpec, "delay=100us"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if v := verdict.Judge(r.Claim, mode.None, coarse); v.Result != verdict.NotReproduced || !strings.Contains(coarse.Detail, "P50") {
 		t.Errorf("1 ms resolution: %s (%s)", v.Result, coarse.Detail)
 	}
-	cal, err := CalibrationFrom(fortiotest.RunSpec(t, "steady-calibration", s, "delay=100us"))
+	cal, err := steps.CalibrationFrom(fortiotest.RunSpec(t, "steady-calibration", s, "delay=100us"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	s.Resolution = cal.Resolution
 	fineRun := fortiotest.RunSpec(t, "steady-fine", s, "delay=100us")
-	fine, err := PercentilesResolved(fineRun)
+	fine, err := percentilesResolved(fineRun)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +70,7 @@ func TestPercentilesResolvedOnFortioRuns(t *testing.T) {
 // run cannot show whether the calibration resolves a load. The calibration
 // keeps its own headroom (half of ResolvedHigh); a tail that grows past
 // twice that in a second is the host's, not the method's.
-func skipIfTailLeftCalibration(t *testing.T, cal Calibration, run *load.Run) {
+func skipIfTailLeftCalibration(t *testing.T, cal steps.Calibration, run *load.Run) {
 	t.Helper()
 	p999, ok := run.Result.Percentile(99.9)
 	edge := load.ResolvedHigh * cal.Resolution
@@ -86,19 +90,19 @@ const slowDelays = "delay=5ms:30,15ms:40,40ms:30"
 
 func TestCalibratedResolutionResolvesASlowLoad(t *testing.T) {
 	r := latencyRun(t, "method.percentiles-off-bucket-edges")
-	s, err := Steady(r)
+	s, err := steps.Steady(r)
 	if err != nil {
 		t.Fatal(err)
 	}
 	s.Duration = time.Second
-	fixed, err := PercentilesResolved(fortiotest.RunSpec(t, "steady-fixed", s, slowDelays))
+	fixed, err := percentilesResolved(fortiotest.RunSpec(t, "steady-fixed", s, slowDelays))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if v := verdict.Judge(r.Claim, mode.None, fixed); v.Result != verdict.NotReproduced {
 		t.Fatalf("5-40 ms at 10 µs: %s (%s), want bucket positions", v.Result, fixed.Detail)
 	}
-	cal, err := CalibrationFrom(fortiotest.RunSpec(t, "steady-calibration", s, slowDelays))
+	cal, err := steps.CalibrationFrom(fortiotest.RunSpec(t, "steady-calibration", s, slowDelays))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +111,7 @@ func TestCalibratedResolutionResolvesASlowLoad(t *testing.T) {
 	}
 	s.Resolution = cal.Resolution
 	calibratedRun := fortiotest.RunSpec(t, "steady-calibrated", s, slowDelays)
-	calibrated, err := PercentilesResolved(calibratedRun)
+	calibrated, err := percentilesResolved(calibratedRun)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,15 +130,15 @@ func TestBucketPositionsHYBRID(t *testing.T) {
 	for _, p := range [][2]float64{{50, 0.0005}, {90, 0.0009}, {99, 0.00099}} {
 		h.Percentiles = append(h.Percentiles, pctl(p[0], p[1]))
 	}
-	pos, err := BucketPositions(h)
+	pos, err := bucketPositions(h)
 	if err != nil || len(pos) != 3 {
 		t.Fatalf("HYBRID's percentiles: %v, %v", pos, err)
 	}
-	if _, err := BucketPositions(&fortioresult.Histogram{}); err == nil {
+	if _, err := bucketPositions(&fortioresult.Histogram{}); err == nil {
 		t.Error("an empty histogram was checked")
 	}
 	h.Percentiles = []fstats.Percentile{pctl(50, 0.5)}
-	if _, err := BucketPositions(h); err == nil || !strings.Contains(err.Error(), "no bucket") {
+	if _, err := bucketPositions(h); err == nil || !strings.Contains(err.Error(), "no bucket") {
 		t.Errorf("a percentile outside the buckets: %v", err)
 	}
 }
@@ -144,3 +148,10 @@ func bucket(start, end float64, n int64) fstats.Bucket {
 }
 
 func pctl(p, v float64) fstats.Percentile { return fstats.Percentile{Percentile: p, Value: v} }
+
+// latencyRun is a spec.Run of claim in ambient-l4 with its documented
+// durations.
+func latencyRun(t *testing.T, claim string) *spec.Run {
+	t.Helper()
+	return spec.NewRun(claimstest.Claim(t, claim), mode.AmbientL4, &spec.Env{Config: &config.Config{DurationScale: 1}}, nil)
+}

@@ -1,4 +1,4 @@
-package steps
+package method
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"github.com/meshclaims/meshclaims/framework/fortioresult"
 	"github.com/meshclaims/meshclaims/framework/load"
 	"github.com/meshclaims/meshclaims/framework/spec"
+	"github.com/meshclaims/meshclaims/framework/steps"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
 
@@ -24,10 +25,10 @@ import (
 // interpolation, not the data.
 const maxBucketShare = 1.0 / 3
 
-// BucketPositions lists the percentiles of h that are bucket positions,
+// bucketPositions lists the percentiles of h that are bucket positions,
 // as "P50 0.5 ms in [0, 1) ms". An empty list means every percentile is
 // resolved. A histogram without percentiles or buckets is an error.
-func BucketPositions(h *fortioresult.Histogram) ([]string, error) {
+func bucketPositions(h *fortioresult.Histogram) ([]string, error) {
 	if h == nil || len(h.Percentiles) == 0 || len(h.Data) == 0 {
 		return nil, fmt.Errorf("the run's histogram has no percentiles or no buckets to check")
 	}
@@ -51,14 +52,14 @@ func BucketPositions(h *fortioresult.Histogram) ([]string, error) {
 	return out, nil
 }
 
-// PercentilesResolved judges a load's percentiles: verified when none is a
+// percentilesResolved judges a load's percentiles: verified when none is a
 // bucket position.
-func PercentilesResolved(run *load.Run) (verdict.Measurement, error) {
+func percentilesResolved(run *load.Run) (verdict.Measurement, error) {
 	res, err := fortioresult.Parse(run.Name, run.Raw)
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
-	pos, err := BucketPositions(res.DurationHistogram)
+	pos, err := bucketPositions(res.DurationHistogram)
 	if err != nil {
 		return verdict.Measurement{}, fmt.Errorf("%s: %w", run.Name, err)
 	}
@@ -71,11 +72,11 @@ func PercentilesResolved(run *load.Run) (verdict.Measurement, error) {
 	return got, nil
 }
 
-// SteadyPercentilesResolved checks the mode's shared T5 load.
-func SteadyPercentilesResolved(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
-	run, err := SteadyLoad(ctx, r, r.Mode)
+// steadyPercentilesResolved checks the mode's shared T5 load.
+func steadyPercentilesResolved(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
+	run, err := steps.SteadyLoad(ctx, r, r.Mode)
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
-	return PercentilesResolved(run)
+	return percentilesResolved(run)
 }

@@ -1,4 +1,4 @@
-package steps
+package method
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"github.com/meshclaims/meshclaims/framework/scenario"
 	"github.com/meshclaims/meshclaims/framework/spec"
 	"github.com/meshclaims/meshclaims/framework/stats"
+	"github.com/meshclaims/meshclaims/framework/steps"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
 
@@ -26,12 +27,12 @@ import (
 // readings is 100%).
 const maxGridShare = 0.1
 
-// JudgeAttemptGrid: verified when the median retry interval of the readings
+// judgeAttemptGrid: verified when the median retry interval of the readings
 // that needed more than one attempt is at most maxGridShare of the median
 // reading; readings all answered at the first attempt have no grid
 // (verified, said so). No readings, or a reading without attempts, is an
 // error.
-func JudgeAttemptGrid(rs []ServiceReading) (verdict.Measurement, error) {
+func judgeAttemptGrid(rs []steps.ServiceReading) (verdict.Measurement, error) {
 	if len(rs) == 0 {
 		return verdict.Measurement{}, fmt.Errorf("no Service readings to check")
 	}
@@ -66,15 +67,15 @@ func JudgeAttemptGrid(rs []ServiceReading) (verdict.Measurement, error) {
 	return m, nil
 }
 
-// ServiceReadyGrid times ServiceTrials new Services with no extra ones, as
+// serviceReadyGrid times ServiceTrials new Services with no extra ones, as
 // kubeproxy.service-scale's first step does, and judges the readings'
-// retry grid (JudgeAttemptGrid).
-func ServiceReadyGrid(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
-	rs, err := timeServices(ctx, r, scenario.Target(r), "svc-grid")
+// retry grid (judgeAttemptGrid).
+func serviceReadyGrid(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
+	rs, err := steps.TimeServices(ctx, r, scenario.Target(r), "svc-grid")
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
-	got, err := JudgeAttemptGrid(rs)
+	got, err := judgeAttemptGrid(rs)
 	if err != nil {
 		return verdict.Measurement{}, err
 	}

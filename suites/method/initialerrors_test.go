@@ -1,4 +1,4 @@
-package steps
+package method
 
 import (
 	"context"
@@ -28,7 +28,7 @@ func ran(codes map[int]int64) *load.FortioLoad {
 var windowThenUp = map[int]int64{503: 3180, 200: 3220}
 
 func TestJudgeInitialErrorsVerifiedOnFortiosWarmupAbort(t *testing.T) {
-	m, err := JudgeInitialErrors(abortedOn("503"), ran(windowThenUp))
+	m, err := judgeInitialErrors(abortedOn("503"), ran(windowThenUp))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +39,7 @@ func TestJudgeInitialErrorsVerifiedOnFortiosWarmupAbort(t *testing.T) {
 
 // Negative control: fortio not aborting without the flag fails the check.
 func TestJudgeInitialErrorsNotVerifiedWhenStrictLoadRan(t *testing.T) {
-	m, err := JudgeInitialErrors(ran(windowThenUp), ran(windowThenUp))
+	m, err := judgeInitialErrors(ran(windowThenUp), ran(windowThenUp))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,10 +50,10 @@ func TestJudgeInitialErrorsNotVerifiedWhenStrictLoadRan(t *testing.T) {
 
 // Positive control: the load with the flag must run, else nothing is judged.
 func TestJudgeInitialErrorsErrorWhenAllowedLoadAborted(t *testing.T) {
-	if _, err := JudgeInitialErrors(abortedOn("503"), abortedOn("503")); err == nil || !strings.Contains(err.Error(), "-allow-initial-errors aborted") {
+	if _, err := judgeInitialErrors(abortedOn("503"), abortedOn("503")); err == nil || !strings.Contains(err.Error(), "-allow-initial-errors aborted") {
 		t.Fatalf("got %v, want an error: the flagged load did not run", err)
 	}
-	if _, err := JudgeInitialErrors(nil, ran(windowThenUp)); err == nil {
+	if _, err := judgeInitialErrors(nil, ran(windowThenUp)); err == nil {
 		t.Fatal("a missing load was judged")
 	}
 }
@@ -65,7 +65,7 @@ func TestJudgeInitialErrorsUnmetWithoutTheProvokedCondition(t *testing.T) {
 		"target never up":  {503: 6400},
 		"no HTTP response": {-1: 6400},
 	} {
-		m, err := JudgeInitialErrors(abortedOn("503"), ran(codes))
+		m, err := judgeInitialErrors(abortedOn("503"), ran(codes))
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -73,7 +73,7 @@ func TestJudgeInitialErrorsUnmetWithoutTheProvokedCondition(t *testing.T) {
 			t.Errorf("%s: got %+v, want Unmet and no outcome", name, m)
 		}
 	}
-	m, err := JudgeInitialErrors(abortedOn("-1"), ran(windowThenUp))
+	m, err := judgeInitialErrors(abortedOn("-1"), ran(windowThenUp))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +88,7 @@ type noLogs struct{}
 func (noLogs) Logs(context.Context, time.Time, time.Time) (string, error) { return "", nil }
 
 func TestStartingURL(t *testing.T) {
-	got := StartingURL("http://echo.ns:8080/", "k-1", 2*time.Second)
+	got := startingURL("http://echo.ns:8080/", "k-1", 2*time.Second)
 	if want := "http://echo.ns:8080" + echo.StartingPath + "?for=2s&key=k-1"; got != want {
 		t.Fatalf("got %s, want %s", got, want)
 	}
@@ -105,17 +105,17 @@ func TestJudgeInitialErrorsOnRealFortio(t *testing.T) {
 	}
 	const window = time.Second
 	q := echo.LoadRequest{QPS: 40, Connections: 4, Duration: 2 * window}
-	q.URL = StartingURL(srv.URL+"/", "strict", window)
+	q.URL = startingURL(srv.URL+"/", "strict", window)
 	strict, err := e.RunFortioLoad(context.Background(), "strict", q)
 	if err != nil {
 		t.Fatal(err)
 	}
-	q.URL, q.AllowInitialErrors = StartingURL(srv.URL+"/", "allowed", window), true
+	q.URL, q.AllowInitialErrors = startingURL(srv.URL+"/", "allowed", window), true
 	allowed, err := e.RunFortioLoad(context.Background(), "allowed", q)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := JudgeInitialErrors(strict, allowed)
+	m, err := judgeInitialErrors(strict, allowed)
 	if err != nil {
 		t.Fatal(err)
 	}
