@@ -55,11 +55,11 @@ func KubeProxyServiceReady(ctx context.Context, r *spec.Run) (verdict.Measuremen
 	}
 	kp := set.Mode
 	r.SetSetup("%d new Services timed with no other Services; kube-proxy %s (read from %s/%s %s)", KindServiceTrials, set, kubeproxymode.Namespace, kubeproxymode.ConfigMap, kubeproxymode.ConfigKey)
-	rs, err := timeServicesN(ctx, r, scenario.Target(r), "svc-kp", KindServiceTrials)
+	rs, err := TimeServicesN(ctx, r, scenario.Target(r), "svc-kp", KindServiceTrials)
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
-	secs := readingSeconds(rs)
+	secs := ReadingSeconds(rs)
 	med, err := stats.Percentile(secs, 50)
 	if err != nil {
 		return verdict.Measurement{}, err
