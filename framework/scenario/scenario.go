@@ -141,3 +141,12 @@ func EchoURLOf(m mode.Mode) string {
 
 // RunName names the i-th repeat of a load ("none-run1").
 func RunName(what string, i int) string { return fmt.Sprintf("%s-run%d", what, i+1) }
+
+// SelectedSpecs are the specs the run's selection runs (Env.Selected) or,
+// where it is nil, every planned spec of the configured modes.
+func SelectedSpecs(r *spec.Run) ([]spec.Planned, error) {
+	if r.Env.Selected != nil {
+		return r.Env.Selected, nil
+	}
+	return spec.Plan(r.Env.Registry, spec.Defs(), r.Env.Config.Modes)
+}

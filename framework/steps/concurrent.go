@@ -130,7 +130,7 @@ func groupOf(key string) *rolloutGroup {
 // alongside (loadplan.Groups over the selection's declared loads, as the
 // plan places them); fewer than two: the load runs alone.
 func groupModes(ctx context.Context, r *spec.Run, alongside string) ([]mode.Mode, error) {
-	selected, err := selectedSpecs(r)
+	selected, err := scenario.SelectedSpecs(r)
 	if err != nil {
 		return nil, err
 	}
@@ -139,15 +139,6 @@ func groupModes(ctx context.Context, r *spec.Run, alongside string) ([]mode.Mode
 		return nil, err
 	}
 	return loadplan.GroupModes(loadplan.Groups(specs)[alongside]), nil
-}
-
-// selectedSpecs are the specs the run's selection runs (Env.Selected) or,
-// where it is nil, every planned spec of the configured modes.
-func selectedSpecs(r *spec.Run) ([]spec.Planned, error) {
-	if r.Env.Selected != nil {
-		return r.Env.Selected, nil
-	}
-	return spec.Plan(r.Env.Registry, spec.Defs(), r.Env.Config.Modes)
 }
 
 // concurrentRollout is RolloutLoad's hook for -concurrent-modes. The first

@@ -62,14 +62,14 @@ func fillNeedsConn(r *spec.Run) bool {
 	return fillerCount(r) >= DocumentedServices && selects(r, NewConnectionClaim, r.Mode)
 }
 
-// selects says whether the run's selection (selectedSpecs) runs claim in
+// selects says whether the run's selection (scenario.SelectedSpecs) runs claim in
 // mode m; when that cannot be known, it says yes: measure the phases
 // rather than lose them.
 func selects(r *spec.Run, claim string, m mode.Mode) bool {
 	if r.Env.Selected == nil && r.Env.Registry == nil {
 		return true
 	}
-	sel, err := selectedSpecs(r)
+	sel, err := scenario.SelectedSpecs(r)
 	if err != nil {
 		return true
 	}
