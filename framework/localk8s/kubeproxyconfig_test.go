@@ -13,7 +13,7 @@ import (
 )
 
 // On a real API server: before publishing, the reader finds nothing (the
-// state NeedKubeProxyConfig treats as unmet); after, it reads the mode of
+// state the kube-proxy claims' need treats as unmet); after, it reads the mode of
 // the file the local kube-proxy runs, and publishing again (a restart on
 // kept state) replaces the ConfigMap instead of failing.
 func TestPublishKubeProxyConfigOnARealAPIServer(t *testing.T) {

@@ -17,6 +17,7 @@ import (
 	"github.com/meshclaims/meshclaims/framework/stats"
 	"github.com/meshclaims/meshclaims/framework/steps"
 	"github.com/meshclaims/meshclaims/framework/verdict"
+	"github.com/meshclaims/meshclaims/suites/kubeproxy"
 	"github.com/meshclaims/meshclaims/suites/l7"
 )
 
@@ -201,8 +202,8 @@ func TestStepsOnLocalCluster(t *testing.T) {
 	// Service outlives the fill. new-connection-growth's need (HYBRID's
 	// 10,000) is not checked here: its steps run at any count.
 	t.Run("one fill of extra Services for both scale claims", func(t *testing.T) {
-		first := run(t, steps.NewConnectionClaim)
-		grow, err := steps.NewConnectionGrowth(ctx, first)
+		first := run(t, kubeproxy.NewConnectionClaim)
+		grow, err := kubeproxy.NewConnectionGrowth(ctx, first)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -212,8 +213,8 @@ func TestStepsOnLocalCluster(t *testing.T) {
 		if left := fillersLeft(t, l); left != 0 {
 			t.Fatalf("%d extra Services outlived the fill", left)
 		}
-		second := run(t, steps.ServiceScaleClaim)
-		ready, err := steps.ServiceReadiness(ctx, second)
+		second := run(t, kubeproxy.ServiceScaleClaim)
+		ready, err := kubeproxy.ServiceReadiness(ctx, second)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -222,7 +223,7 @@ func TestStepsOnLocalCluster(t *testing.T) {
 		}
 		// The detector of reuse, and its control: the maker says it made
 		// the fill, the reader that it read the maker's.
-		if !strings.Contains(second.Setup(), "made by "+steps.NewConnectionClaim) {
+		if !strings.Contains(second.Setup(), "made by "+kubeproxy.NewConnectionClaim) {
 			t.Errorf("service-scale made its own fill? setup: %s", second.Setup())
 		}
 		if strings.Contains(first.Setup(), "made by") || !strings.Contains(first.Setup(), "made once per run") {
@@ -251,7 +252,7 @@ func TestStepsOnLocalCluster(t *testing.T) {
 	})
 }
 
-// fillersLeft counts the extra Services (steps.FillerPrefix) in the no-mesh
+// fillersLeft counts the extra Services (kubeproxy.FillerPrefix) in the no-mesh
 // namespace.
 func fillersLeft(t *testing.T, l *setuptest.Local) int {
 	t.Helper()
@@ -261,7 +262,7 @@ func fillersLeft(t *testing.T, l *setuptest.Local) int {
 	}
 	n := 0
 	for _, s := range list.Items {
-		if strings.HasPrefix(s.Name, steps.FillerPrefix) {
+		if strings.HasPrefix(s.Name, kubeproxy.FillerPrefix) {
 			n++
 		}
 	}

@@ -2,7 +2,6 @@ package kubeproxy
 
 import (
 	"github.com/meshclaims/meshclaims/framework/spec"
-	"github.com/meshclaims/meshclaims/framework/steps"
 )
 
 // Scenario: a Service selecting echo-v1 alone; 2 s later its selector is
@@ -14,6 +13,6 @@ var _ = spec.Declare(spec.Def{
 	Claim:    "kubeproxy.kind-endpoint-change",
 	Area:     "kubeproxy",
 	Scenario: "time from changing a one-backend Service's endpoint until the new backend answers, judged against the figure of the kube-proxy mode the cluster runs",
-	Needs:    []spec.Need{steps.NeedKubeProxyConfig},
-	Measure:  steps.KubeProxyEndpointChange,
+	Needs:    []spec.Need{needKubeProxyConfig},
+	Measure:  kubeProxyEndpointChange,
 })

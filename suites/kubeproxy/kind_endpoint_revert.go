@@ -2,7 +2,6 @@ package kubeproxy
 
 import (
 	"github.com/meshclaims/meshclaims/framework/spec"
-	"github.com/meshclaims/meshclaims/framework/steps"
 )
 
 // Scenario: kubeproxy.kind-endpoint-change's trials, and right after
@@ -15,6 +14,6 @@ var _ = spec.Declare(spec.Def{
 	Claim:    "kubeproxy.kind-endpoint-revert",
 	Area:     "kubeproxy",
 	Scenario: "time from changing a Service's endpoint back right after a change until the first backend answers again, judged against the figure of the kube-proxy mode the cluster runs",
-	Needs:    []spec.Need{steps.NeedKubeProxyConfig},
-	Measure:  steps.KubeProxyEndpointRevert,
+	Needs:    []spec.Need{needKubeProxyConfig},
+	Measure:  kubeProxyEndpointRevert,
 })

@@ -2,7 +2,6 @@ package kubeproxy
 
 import (
 	"github.com/meshclaims/meshclaims/framework/spec"
-	"github.com/meshclaims/meshclaims/framework/steps"
 )
 
 // Scenario: read the mode the cluster's kube-proxy runs (kube-system/
@@ -16,6 +15,6 @@ var _ = spec.Declare(spec.Def{
 	Claim:    "kubeproxy.kind-service-ready",
 	Area:     "kubeproxy",
 	Scenario: "time from Service creation until its ClusterIP answers, judged against the figure of the kube-proxy mode the cluster runs",
-	Needs:    []spec.Need{steps.NeedKubeProxyConfig},
-	Measure:  steps.KubeProxyServiceReady,
+	Needs:    []spec.Need{needKubeProxyConfig},
+	Measure:  kubeProxyServiceReady,
 })

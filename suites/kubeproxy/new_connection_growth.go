@@ -2,7 +2,6 @@ package kubeproxy
 
 import (
 	"github.com/meshclaims/meshclaims/framework/spec"
-	"github.com/meshclaims/meshclaims/framework/steps"
 )
 
 // Scenario: time 6,000 new connections (connect, GET, response) from the
@@ -17,6 +16,6 @@ var _ = spec.Declare(spec.Def{
 	Area:     "kubeproxy",
 	Scenario: "mean new-connection latency to a ClusterIP with 0 and with N existing Services",
 	Slow:     true,
-	Needs:    []spec.Need{steps.NeedDocumentedServices},
-	Measure:  steps.NewConnectionGrowth,
+	Needs:    []spec.Need{needDocumentedServices},
+	Measure:  NewConnectionGrowth,
 })

@@ -6,7 +6,6 @@ import (
 	"context"
 
 	"github.com/meshclaims/meshclaims/framework/spec"
-	"github.com/meshclaims/meshclaims/framework/steps"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
 
@@ -22,6 +21,6 @@ var _ = spec.Declare(spec.Def{
 	Scenario: "time from Service creation until its ClusterIP answers, with 0 and N existing Services",
 	Slow:     true,
 	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
-		return steps.ServiceReadiness(ctx, r)
+		return ServiceReadiness(ctx, r)
 	},
 })

@@ -1,4 +1,4 @@
-package steps
+package kubeproxy
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/scenario"
 	"github.com/meshclaims/meshclaims/framework/spec"
+	"github.com/meshclaims/meshclaims/framework/steps"
 )
 
 // The two claims that read HYBRID's 10,000 extra Services.
@@ -19,16 +20,16 @@ const (
 	NewConnectionClaim = "kubeproxy.new-connection-growth"
 )
 
-// ServiceFill is one fill of extra Services and what both scale claims
+// serviceFill is one fill of extra Services and what both scale claims
 // read across it: each phase with none, the fill (createFillers), each
 // phase with N, the fill deleted. At scale 1 a fill of 10,000 Services
 // took about 12 minutes on the local provider (created, synced, deleted),
 // so it is made once per run and mode and shared, as GUIDE's loads are.
-type ServiceFill struct {
+type serviceFill struct {
 	N  int
 	By string // the claim whose spec made it
 	// Service timings (kubeproxy.service-scale) with 0 and with N.
-	QuietReadings, LoadedReadings []ServiceReading
+	QuietReadings, LoadedReadings []steps.ServiceReading
 	// New-connection batch means in ms (kubeproxy.new-connection-growth)
 	// with 0 and with N; nil when the fill was made without them.
 	QuietConnMs, LoadedConnMs []float64
@@ -38,15 +39,15 @@ type ServiceFill struct {
 	NATRules int64 // kube-proxy's nat rules with N, where readable
 }
 
-var serviceFills scenario.SharedMeasurement[*ServiceFill]
+var serviceFills scenario.SharedMeasurement[*serviceFill]
 
 // serviceFillOf returns r's mode's fill, made on first use. withConn asks
 // for the new-connection phases: a fill made without them (by a spec that
 // ran when new-connection-growth was not to run) is not reused for them.
-func serviceFillOf(ctx context.Context, r *spec.Run, withConn bool) (*ServiceFill, error) {
+func serviceFillOf(ctx context.Context, r *spec.Run, withConn bool) (*serviceFill, error) {
 	n := fillerCount(r)
 	key := fmt.Sprintf("%s/%s/%d", r.Env.Config.RunID, r.Mode, n)
-	f, err := serviceFills.Get(r, key, func() (*ServiceFill, error) { return makeServiceFill(ctx, r, n, withConn) })
+	f, err := serviceFills.Get(r, key, func() (*serviceFill, error) { return makeServiceFill(ctx, r, n, withConn) })
 	if err == nil && withConn && f.QuietConnMs == nil && f.ConnErr == nil {
 		r.Logf("the run's fill of %d Services (by %s) has no new-connection phases; making one with them", n, f.By)
 		return makeServiceFill(ctx, r, n, true)
@@ -59,7 +60,7 @@ func serviceFillOf(ctx context.Context, r *spec.Run, withConn bool) (*ServiceFil
 // run and mode and can be judged (HYBRID's 10,000 Services), so that it
 // reads the same fill instead of making its own.
 func fillNeedsConn(r *spec.Run) bool {
-	return fillerCount(r) >= DocumentedServices && selects(r, NewConnectionClaim, r.Mode)
+	return fillerCount(r) >= documentedServices && selects(r, NewConnectionClaim, r.Mode)
 }
 
 // selects says whether the run's selection (scenario.SelectedSpecs) runs claim in
@@ -86,15 +87,15 @@ func selects(r *spec.Run, claim string, m mode.Mode) bool {
 // connections, Service timings), so each claim's phases with 0 and with n
 // stay as close in time as before, and the host's drift between them as
 // small.
-func makeServiceFill(ctx context.Context, r *spec.Run, n int, withConn bool) (*ServiceFill, error) {
+func makeServiceFill(ctx context.Context, r *spec.Run, n int, withConn bool) (*serviceFill, error) {
 	m, err := scenario.ClusterOf(r)
 	if err != nil {
 		return nil, err
 	}
 	t := scenario.Target(r)
-	f := &ServiceFill{N: n, By: r.Claim.ID}
+	f := &serviceFill{N: n, By: r.Claim.ID}
 	var url string
-	batches := NewConnectionSamples / wp.MaxProbes
+	batches := newConnectionSamples / wp.MaxProbes
 	if withConn {
 		svc, err := m.Kube.Client.CoreV1().Services(t.Namespace).Get(ctx, fixtures.EchoName, metav1.GetOptions{})
 		if err != nil {
@@ -102,7 +103,7 @@ func makeServiceFill(ctx context.Context, r *spec.Run, n int, withConn bool) (*S
 		}
 		url = fmt.Sprintf("http://%s:%d/", svc.Spec.ClusterIP, fixtures.EchoHTTPPort)
 	}
-	if f.QuietReadings, err = TimeServices(ctx, r, t, "svc-quiet"); err != nil {
+	if f.QuietReadings, err = steps.TimeServices(ctx, r, t, "svc-quiet"); err != nil {
 		return nil, err
 	}
 	if withConn {
@@ -117,14 +118,14 @@ func makeServiceFill(ctx context.Context, r *spec.Run, n int, withConn bool) (*S
 	if withConn && f.ConnErr == nil {
 		f.LoadedConnMs, f.ConnErr = newConnectionBatches(ctx, r, url, batches)
 	}
-	if f.LoadedReadings, err = TimeServices(ctx, r, t, "svc-loaded"); err != nil {
+	if f.LoadedReadings, err = steps.TimeServices(ctx, r, t, "svc-loaded"); err != nil {
 		return nil, err
 	}
 	return f, nil
 }
 
 // fillSetup is what a reader's setup adds about the fill it read.
-func fillSetup(r *spec.Run, f *ServiceFill) string {
+func fillSetup(r *spec.Run, f *serviceFill) string {
 	if f.By == r.Claim.ID {
 		if f.QuietConnMs == nil && f.ConnErr == nil {
 			return fmt.Sprintf("; the fill of %d extra Services is made once per run and mode, without %s's phases (it does not run here)", f.N, NewConnectionClaim)

@@ -1,4 +1,4 @@
-package steps
+package kubeproxy
 
 import (
 	"testing"
@@ -8,7 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// FillerSlices counts each extra Service once however many slices it has,
+// fillerSlices counts each extra Service once however many slices it has,
 // only with a ready endpoint (no endpoints, or all not ready, is not yet
 // programmable), ignores other Services, and names the Service whose
 // counted slice is newest.
@@ -30,11 +30,11 @@ func TestFillerSlicesCountsReadyServicesAndNamesTheNewest(t *testing.T) {
 		slice("filler-00003", 60, &no),  // not ready
 		slice("echo", 90, &yes),         // not an extra Service
 	}
-	n, newest := FillerSlices(slices, FillerPrefix)
+	n, newest := fillerSlices(slices, FillerPrefix)
 	if n != 2 || newest != "filler-00000" {
-		t.Fatalf("FillerSlices = %d, %q; want 2, filler-00000 (its slice at 40 s)", n, newest)
+		t.Fatalf("fillerSlices = %d, %q; want 2, filler-00000 (its slice at 40 s)", n, newest)
 	}
-	if n, newest := FillerSlices(nil, FillerPrefix); n != 0 || newest != "" {
+	if n, newest := fillerSlices(nil, FillerPrefix); n != 0 || newest != "" {
 		t.Fatalf("no slices: %d %q", n, newest)
 	}
 }

@@ -1,4 +1,4 @@
-package steps
+package kubeproxy
 
 import (
 	"context"
@@ -23,6 +23,7 @@ import (
 	"github.com/meshclaims/meshclaims/framework/scenario"
 	"github.com/meshclaims/meshclaims/framework/spec"
 	"github.com/meshclaims/meshclaims/framework/stats"
+	"github.com/meshclaims/meshclaims/framework/steps"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
 
@@ -38,14 +39,14 @@ func ServiceReadiness(ctx context.Context, r *spec.Run) (verdict.Measurement, er
 		return verdict.Measurement{}, err
 	}
 	extra := fillerCount(r)
-	r.SetSetup("%d Services timed with 0 and with %d extra Services, each selecting the one echo-v1 pod (documented: 0 and 10,000)", ServiceTrials, extra)
+	r.SetSetup("%d Services timed with 0 and with %d extra Services, each selecting the one echo-v1 pod (documented: 0 and 10,000)", steps.ServiceTrials, extra)
 	f, err := serviceFillOf(ctx, r, fillNeedsConn(r))
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
 	r.SetSetup("%s%s", r.Setup(), fillSetup(r, f))
-	quiet := ReadingSeconds(f.QuietReadings)
-	loaded := ReadingSeconds(f.LoadedReadings)
+	quiet := steps.ReadingSeconds(f.QuietReadings)
+	loaded := steps.ReadingSeconds(f.LoadedReadings)
 	q, err := stats.Percentile(quiet, 50)
 	if err != nil {
 		return verdict.Measurement{}, err
@@ -63,17 +64,17 @@ func ServiceReadiness(ctx context.Context, r *spec.Run) (verdict.Measurement, er
 	return out, nil
 }
 
-// FillerWorkers is how many extra Services are created (and deleted) at
+// fillerWorkers is how many extra Services are created (and deleted) at
 // once.
-const FillerWorkers = 8
+const fillerWorkers = 8
 
-// DocumentedServices is HYBRID's largest Service count (10,000).
-const DocumentedServices = 10000
+// documentedServices is HYBRID's largest Service count (10,000).
+const documentedServices = 10000
 
 // fillerCount is how many extra Services the scale claims create: HYBRID's
 // 10,000 x -duration-scale, at least 100.
 func fillerCount(r *spec.Run) int {
-	return max(100, int(DocumentedServices*r.Env.Config.DurationScale))
+	return max(100, int(documentedServices*r.Env.Config.DurationScale))
 }
 
 // createFillers creates n extra Services for the scale claims, each
@@ -104,7 +105,7 @@ func createFillers(ctx context.Context, r *spec.Run, n int) (cleanup func(), nat
 	}()
 	t := scenario.Target(r)
 	r.Logf("creating %d extra Services", n)
-	// Created and deleted FillerWorkers at a time with one API call each
+	// Created and deleted fillerWorkers at a time with one API call each
 	// (the applier's get-and-patch would double the calls): 10,000 one by
 	// one took over 12 minutes each way on the local provider.
 	var mu sync.Mutex
@@ -113,7 +114,7 @@ func createFillers(ctx context.Context, r *spec.Run, n int) (cleanup func(), nat
 		mu.Lock()
 		defer mu.Unlock()
 		var g errgroup.Group
-		g.SetLimit(FillerWorkers)
+		g.SetLimit(fillerWorkers)
 		for _, s := range made {
 			g.Go(func() error {
 				err := m.Kube.Client.CoreV1().Services(s.Namespace).Delete(context.WithoutCancel(ctx), s.Name, metav1.DeleteOptions{})
@@ -128,7 +129,7 @@ func createFillers(ctx context.Context, r *spec.Run, n int) (cleanup func(), nat
 		}
 	}
 	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(FillerWorkers)
+	g.SetLimit(fillerWorkers)
 	var created atomic.Int64
 	for i := 0; i < n; i++ {
 		s := fixtures.WorkloadService(t, fmt.Sprintf(FillerPrefix+"%05d", i), fixtures.EchoHTTPPort)
@@ -171,7 +172,7 @@ func createFillers(ctx context.Context, r *spec.Run, n int) (cleanup func(), nat
 			// The in-pod wait is bounded (wp.MaxWait); the whole wait by
 			// ServicesSynced.
 			left := limit - time.Since(start)
-			res, err := probe.UntilVia(ctx, base, url, 200, min(max(left, time.Second), wp.MaxWait), ReadinessAttempt)
+			res, err := probe.UntilVia(ctx, base, url, 200, min(max(left, time.Second), wp.MaxWait), steps.ReadinessAttempt)
 			if err != nil {
 				return err
 			}
@@ -215,7 +216,7 @@ func awaitFillerSlices(ctx context.Context, r *spec.Run, n int) (string, error) 
 				break
 			}
 		}
-		have, last := FillerSlices(slices, FillerPrefix)
+		have, last := fillerSlices(slices, FillerPrefix)
 		newest = last
 		msg := fmt.Sprintf("%d/%d extra Services have an EndpointSlice with a ready endpoint", have, n)
 		if have >= logged+1000 || have >= n {
@@ -227,10 +228,10 @@ func awaitFillerSlices(ctx context.Context, r *spec.Run, n int) (string, error) 
 	return newest, err
 }
 
-// FillerSlices counts the Services named with prefix that have an
+// fillerSlices counts the Services named with prefix that have an
 // EndpointSlice with at least one ready endpoint, and names the one whose
 // such slice was created last.
-func FillerSlices(slices []discoveryv1.EndpointSlice, prefix string) (int, string) {
+func fillerSlices(slices []discoveryv1.EndpointSlice, prefix string) (int, string) {
 	seen := map[string]bool{}
 	var newest string
 	var newestAt time.Time
@@ -256,10 +257,10 @@ func hasReadyEndpoint(sl discoveryv1.EndpointSlice) bool {
 	return false
 }
 
-// NewConnectionSamples is how many new connections kubeproxy.new-connection-growth
+// newConnectionSamples is how many new connections kubeproxy.new-connection-growth
 // times at each Service count, in batches of wp.MaxProbes: as many as
 // HYBRID's kind table times per condition ('条件ごとに6,000回').
-const NewConnectionSamples = 6000
+const newConnectionSamples = 6000
 
 // NewConnectionGrowth measures HYBRID's '新規接続の平均遅延の増加（0個から
 // 10,000個へ）': the mean time of a new TCP connection, one HTTP request and
@@ -267,7 +268,7 @@ const NewConnectionSamples = 6000
 // Services and then with N (fillerCount). Runs are the batches' growths
 // (batch i with N minus batch i with none), so the verdict judges their
 // mean with its interval. It runs only with HYBRID's 10,000 Services
-// (NeedDocumentedServices): the growth is not scaled. The phases are read
+// (needDocumentedServices): the growth is not scaled. The phases are read
 // from the run's one fill of extra Services (serviceFillOf), which
 // service-scale reads too.
 func NewConnectionGrowth(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
@@ -275,8 +276,8 @@ func NewConnectionGrowth(ctx context.Context, r *spec.Run) (verdict.Measurement,
 		return verdict.Measurement{}, err
 	}
 	n := fillerCount(r)
-	batches := NewConnectionSamples / wp.MaxProbes
-	r.SetSetup("%d new connections (each: connect, GET /, response) from the client pod to echo's ClusterIP in %d batches, with 0 and with %d extra Services each selecting the one echo-v1 pod (documented: 0 and 10,000); the phases run minutes apart, so drift on the host between them is in the growth", NewConnectionSamples, batches, n)
+	batches := newConnectionSamples / wp.MaxProbes
+	r.SetSetup("%d new connections (each: connect, GET /, response) from the client pod to echo's ClusterIP in %d batches, with 0 and with %d extra Services each selecting the one echo-v1 pod (documented: 0 and 10,000); the phases run minutes apart, so drift on the host between them is in the growth", newConnectionSamples, batches, n)
 	f, err := serviceFillOf(ctx, r, true)
 	if err != nil {
 		return verdict.Measurement{}, err
@@ -285,16 +286,16 @@ func NewConnectionGrowth(ctx context.Context, r *spec.Run) (verdict.Measurement,
 	if f.ConnErr != nil {
 		return verdict.Measurement{}, f.ConnErr
 	}
-	out, err := JudgeNewConnectionGrowth(f.QuietConnMs, f.LoadedConnMs, n)
+	out, err := judgeNewConnectionGrowth(f.QuietConnMs, f.LoadedConnMs, n)
 	if err == nil && f.NATRules > 0 {
 		out.Extra[fmt.Sprintf("kube_proxy_nat_rules_with_%d", n)] = float64(f.NATRules)
 	}
 	return out, err
 }
 
-// JudgeNewConnectionGrowth turns the batch means (ms) with none and with
+// judgeNewConnectionGrowth turns the batch means (ms) with none and with
 // n extra Services into the measurement.
-func JudgeNewConnectionGrowth(quiet, loaded []float64, n int) (verdict.Measurement, error) {
+func judgeNewConnectionGrowth(quiet, loaded []float64, n int) (verdict.Measurement, error) {
 	if len(quiet) == 0 || len(quiet) != len(loaded) {
 		return verdict.Measurement{}, fmt.Errorf("new-connection batches: %d with none, %d with %d Services; want the same count, at least 1", len(quiet), len(loaded), n)
 	}
@@ -323,13 +324,13 @@ func JudgeNewConnectionGrowth(quiet, loaded []float64, n int) (verdict.Measureme
 	return out, nil
 }
 
-// NeedDocumentedServices requires a run that creates HYBRID's 10,000 extra
+// needDocumentedServices requires a run that creates HYBRID's 10,000 extra
 // Services (-duration-scale=1), for a growth documented at that count only
 // and not scaled. A selection need: a shorter run cannot measure it by
 // design, so it is inconclusive with the reason, not failed.
-var NeedDocumentedServices = spec.Need{Name: "documented-service-count", Selection: true, Check: func(ctx context.Context, r *spec.Run) error {
-	if n := fillerCount(r); n < DocumentedServices {
-		return fmt.Errorf("the growth is documented with %d Services and not scaled; -duration-scale=%g creates %d (-duration-scale=1 creates %d)", DocumentedServices, r.Env.Config.DurationScale, n, DocumentedServices)
+var needDocumentedServices = spec.Need{Name: "documented-service-count", Selection: true, Check: func(ctx context.Context, r *spec.Run) error {
+	if n := fillerCount(r); n < documentedServices {
+		return fmt.Errorf("the growth is documented with %d Services and not scaled; -duration-scale=%g creates %d (-duration-scale=1 creates %d)", documentedServices, r.Env.Config.DurationScale, n, documentedServices)
 	}
 	return nil
 }}

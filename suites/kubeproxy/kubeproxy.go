@@ -1,4 +1,4 @@
-package steps
+package kubeproxy
 
 import (
 	"context"
@@ -10,14 +10,15 @@ import (
 	"github.com/meshclaims/meshclaims/framework/scenario"
 	"github.com/meshclaims/meshclaims/framework/spec"
 	"github.com/meshclaims/meshclaims/framework/stats"
+	"github.com/meshclaims/meshclaims/framework/steps"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
 
-// KindServiceTrials is how many new Services kubeproxy.kind-service-ready
+// kindServiceTrials is how many new Services kubeproxy.kind-service-ready
 // times: HYBRID's kind figures are medians of 10 ('10回の中央値').
-const KindServiceTrials = 10
+const kindServiceTrials = 10
 
-// NeedKubeProxyConfig requires a cluster that publishes its kube-proxy's
+// needKubeProxyConfig requires a cluster that publishes its kube-proxy's
 // configuration (kubeadm's kube-system/kube-proxy ConfigMap, as kind's
 // clusters do, and the local provider, which publishes the file its
 // host-process kube-proxy runs from), for claims documented per kube-proxy
@@ -28,7 +29,7 @@ const KindServiceTrials = 10
 // the ConfigMap is unmet; a ConfigMap that cannot be read, or names a mode
 // kube-proxy does not run, passes the need and fails the measurement with
 // the error (a broken cluster, not the layer's limit).
-var NeedKubeProxyConfig = spec.Need{Name: "kube-proxy-config", Layer: true, Check: func(ctx context.Context, r *spec.Run) error {
+var needKubeProxyConfig = spec.Need{Name: "kube-proxy-config", Layer: true, Check: func(ctx context.Context, r *spec.Run) error {
 	m, err := scenario.ClusterOf(r)
 	if err != nil {
 		return err
@@ -39,12 +40,12 @@ var NeedKubeProxyConfig = spec.Need{Name: "kube-proxy-config", Layer: true, Chec
 	return nil
 }}
 
-// KubeProxyServiceReady measures HYBRID's kind figures: the median time
+// kubeProxyServiceReady measures HYBRID's kind figures: the median time
 // from creating a Service for echo until its ClusterIP answers, with no
 // other Services, timed as kubeproxy.service-scale's first step (the
 // in-pod probe, 20 ms attempts). The measurement names the kube-proxy
 // mode read from the cluster, which picks the documented value.
-func KubeProxyServiceReady(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
+func kubeProxyServiceReady(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
 	m, err := scenario.ClusterOf(r)
 	if err != nil {
 		return verdict.Measurement{}, err
@@ -54,12 +55,12 @@ func KubeProxyServiceReady(ctx context.Context, r *spec.Run) (verdict.Measuremen
 		return verdict.Measurement{}, err
 	}
 	kp := set.Mode
-	r.SetSetup("%d new Services timed with no other Services; kube-proxy %s (read from %s/%s %s)", KindServiceTrials, set, kubeproxymode.Namespace, kubeproxymode.ConfigMap, kubeproxymode.ConfigKey)
-	rs, err := TimeServicesN(ctx, r, scenario.Target(r), "svc-kp", KindServiceTrials)
+	r.SetSetup("%d new Services timed with no other Services; kube-proxy %s (read from %s/%s %s)", kindServiceTrials, set, kubeproxymode.Namespace, kubeproxymode.ConfigMap, kubeproxymode.ConfigKey)
+	rs, err := steps.TimeServicesN(ctx, r, scenario.Target(r), "svc-kp", kindServiceTrials)
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
-	secs := ReadingSeconds(rs)
+	secs := steps.ReadingSeconds(rs)
 	med, err := stats.Percentile(secs, 50)
 	if err != nil {
 		return verdict.Measurement{}, err

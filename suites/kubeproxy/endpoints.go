@@ -1,4 +1,4 @@
-package steps
+package kubeproxy
 
 import (
 	"context"
@@ -18,34 +18,35 @@ import (
 	"github.com/meshclaims/meshclaims/framework/scenario"
 	"github.com/meshclaims/meshclaims/framework/spec"
 	"github.com/meshclaims/meshclaims/framework/stats"
+	"github.com/meshclaims/meshclaims/framework/steps"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
 
-// EndpointTrials is how many changes kubeproxy.kind-endpoint-change and
+// endpointTrials is how many changes kubeproxy.kind-endpoint-change and
 // kubeproxy.kind-endpoint-revert time: HYBRID's are 5 each ('5回').
-const EndpointTrials = 5
+const endpointTrials = 5
 
-// EndpointSettle is how long the Service keeps one backend before it is
+// endpointSettle is how long the Service keeps one backend before it is
 // changed: HYBRID's 'バックエンド1個、2秒待って変更' (one backend, wait 2 s,
 // then change). It also puts each change past kube-proxy's minSyncPeriod
 // since the one before, so only the revert meets it.
-const EndpointSettle = 2 * time.Second
+const endpointSettle = 2 * time.Second
 
 // endpointAttempt bounds each of the watch's requests: HYBRID's attempt
 // limit after its lesson ('試行制限を20msに縮小して再測定しました').
 const endpointAttempt = 20 * time.Millisecond
 
-// EndpointServiceName is the Service whose one backend is changed.
-const EndpointServiceName = "svc-kp-endpoint"
+// endpointServiceName is the Service whose one backend is changed.
+const endpointServiceName = "svc-kp-endpoint"
 
-// EndpointReading is one trial: the Service's one backend changed from
-// echo-v1 to echo-v2 after EndpointSettle, and right after v2 answered,
+// endpointReading is one trial: the Service's one backend changed from
+// echo-v1 to echo-v2 after endpointSettle, and right after v2 answered,
 // changed back. Each time runs from the start of the API call that made
 // the change to the start of the first request the new backend answered
 // (on the pod's clock, set against the host's); Resolution is the span
 // before it in which the change could have landed (the previous request's
 // start to that one's).
-type EndpointReading struct {
+type endpointReading struct {
 	Change, Revert                     time.Duration
 	ChangeResolution, RevertResolution time.Duration
 	// Neither counts the changes of who answers to no backend (requests
@@ -60,10 +61,10 @@ type EndpointReading struct {
 	Noise int
 }
 
-// EndpointTiming is what timeEndpointChanges measured, with the settings
+// endpointTiming is what timeEndpointChanges measured, with the settings
 // it was read against.
-type EndpointTiming struct {
-	Readings  []EndpointReading
+type endpointTiming struct {
+	Readings  []endpointReading
 	KubeProxy kubeproxymode.Settings
 	// ClockOffset is the client pod's clock minus the host's, within
 	// ClockUncertainty (zero on one host: kind, the local provider).
@@ -76,9 +77,9 @@ type EndpointTiming struct {
 	MeanSync time.Duration
 }
 
-// timeEndpointChanges runs HYBRID's endpoint procedure EndpointTrials
+// timeEndpointChanges runs HYBRID's endpoint procedure endpointTrials
 // times on a Service of its own that selects one canary version.
-func timeEndpointChanges(ctx context.Context, r *spec.Run) (out EndpointTiming, err error) {
+func timeEndpointChanges(ctx context.Context, r *spec.Run) (out endpointTiming, err error) {
 	m, err := scenario.ClusterOf(r)
 	if err != nil {
 		return out, err
@@ -87,7 +88,7 @@ func timeEndpointChanges(ctx context.Context, r *spec.Run) (out EndpointTiming, 
 		return out, err
 	}
 	t := scenario.Target(r)
-	s := fixtures.WorkloadService(t, EndpointServiceName, fixtures.EchoHTTPPort)
+	s := fixtures.WorkloadService(t, endpointServiceName, fixtures.EchoHTTPPort)
 	s.Spec.Selector = versionSelector(fixtures.CanaryV1)
 	if err := m.Applier.Apply(ctx, s); err != nil {
 		return out, err
@@ -130,17 +131,17 @@ func timeEndpointChanges(ctx context.Context, r *spec.Run) (out EndpointTiming, 
 			return err
 		}
 		// Set-up, not the measurement: the new Service answers at all.
-		res, err := probe.UntilVia(ctx, base, url, 200, r.Env.Config.Timeouts.ServiceReady, ReadinessAttempt)
+		res, err := probe.UntilVia(ctx, base, url, 200, r.Env.Config.Timeouts.ServiceReady, steps.ReadinessAttempt)
 		if err != nil {
 			return err
 		}
 		if res.Status != 200 {
 			return fmt.Errorf("Service %s (%s) did not answer 200 within %s: last %s %s", s.Name, url, r.Env.Config.Timeouts.ServiceReady, res.Outcome, res.Detail)
 		}
-		for i := 0; i < EndpointTrials; i++ {
+		for i := 0; i < endpointTrials; i++ {
 			rd, err := endpointTrial(ctx, base, url, r.Env.Config.Timeouts.ServiceReady, out.ClockOffset, point)
 			if err != nil {
-				return fmt.Errorf("endpoint trial %d of %d: %w", i+1, EndpointTrials, err)
+				return fmt.Errorf("endpoint trial %d of %d: %w", i+1, endpointTrials, err)
 			}
 			r.Logf("endpoint trial %d: change %s (resolution %s; echo-v1 stopped answering after %s), revert %s (resolution %s), answers from neither %v", i+1,
 				rd.Change.Round(10*time.Microsecond), rd.ChangeResolution.Round(10*time.Microsecond), rd.ChangeLeft.Round(10*time.Microsecond), rd.Revert.Round(10*time.Microsecond), rd.RevertResolution.Round(10*time.Microsecond), rd.Causes)
@@ -157,16 +158,16 @@ func versionSelector(v string) map[string]string {
 
 // endpointTrial is one trial on a watch of url from the client pod: the
 // watch must first see echo-v1 answer (else the trial could not tell a
-// change it made from one still under way); then, EndpointSettle later,
+// change it made from one still under way); then, endpointSettle later,
 // the Service is pointed at v2, and as soon as the watch sees v2 answer,
 // back at v1. point makes a change; offset is the pod's clock minus the
 // host's.
-func endpointTrial(ctx context.Context, base, url string, wait, offset time.Duration, point func(context.Context, string) error) (EndpointReading, error) {
-	var rd EndpointReading
+func endpointTrial(ctx context.Context, base, url string, wait, offset time.Duration, point func(context.Context, string) error) (endpointReading, error) {
+	var rd endpointReading
 	var changed, reverted time.Time
 	host := func(c wp.Change) time.Time { return time.Unix(0, c.At).Add(-offset) }
 	phase := 0
-	err := probe.WatchVia(ctx, base, url, endpointAttempt, EndpointSettle+2*wait, wp.MaxWatchChanges, func(c wp.Change) (bool, error) {
+	err := probe.WatchVia(ctx, base, url, endpointAttempt, endpointSettle+2*wait, wp.MaxWatchChanges, func(c wp.Change) (bool, error) {
 		v := answeringVersion(c.Answer)
 		since := map[int]time.Time{1: changed, 2: reverted}[phase]
 		switch {
@@ -182,7 +183,7 @@ func endpointTrial(ctx context.Context, base, url string, wait, offset time.Dura
 			select {
 			case <-ctx.Done():
 				return false, ctx.Err()
-			case <-time.After(EndpointSettle):
+			case <-time.After(endpointSettle):
 			}
 			changed = time.Now()
 			phase = 1
@@ -241,20 +242,20 @@ func answeringVersion(answer string) string {
 	return ""
 }
 
-// KubeProxyEndpointChange measures HYBRID's endpoint-change figure: the
+// kubeProxyEndpointChange measures HYBRID's endpoint-change figure: the
 // median time until a one-backend Service's changed endpoint answers.
-func KubeProxyEndpointChange(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
-	return endpointMeasurement(ctx, r, "change", func(rd EndpointReading) (time.Duration, time.Duration) { return rd.Change, rd.ChangeResolution })
+func kubeProxyEndpointChange(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
+	return endpointMeasurement(ctx, r, "change", func(rd endpointReading) (time.Duration, time.Duration) { return rd.Change, rd.ChangeResolution })
 }
 
-// KubeProxyEndpointRevert measures HYBRID's revert figure: the median time
+// kubeProxyEndpointRevert measures HYBRID's revert figure: the median time
 // until the change made right after that one (back to the first backend)
 // answers.
-func KubeProxyEndpointRevert(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
-	return endpointMeasurement(ctx, r, "revert", func(rd EndpointReading) (time.Duration, time.Duration) { return rd.Revert, rd.RevertResolution })
+func kubeProxyEndpointRevert(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
+	return endpointMeasurement(ctx, r, "revert", func(rd endpointReading) (time.Duration, time.Duration) { return rd.Revert, rd.RevertResolution })
 }
 
-func endpointMeasurement(ctx context.Context, r *spec.Run, which string, pick func(EndpointReading) (time.Duration, time.Duration)) (verdict.Measurement, error) {
+func endpointMeasurement(ctx context.Context, r *spec.Run, which string, pick func(endpointReading) (time.Duration, time.Duration)) (verdict.Measurement, error) {
 	tm, err := timeEndpointChanges(ctx, r)
 	if err != nil {
 		return verdict.Measurement{}, err
@@ -262,12 +263,12 @@ func endpointMeasurement(ctx context.Context, r *spec.Run, which string, pick fu
 	return judgeEndpointTiming(r, tm, which, pick)
 }
 
-func judgeEndpointTiming(r *spec.Run, tm EndpointTiming, which string, pick func(EndpointReading) (time.Duration, time.Duration)) (verdict.Measurement, error) {
+func judgeEndpointTiming(r *spec.Run, tm endpointTiming, which string, pick func(endpointReading) (time.Duration, time.Duration)) (verdict.Measurement, error) {
 	if len(tm.Readings) == 0 {
 		return verdict.Measurement{}, errors.New("no endpoint change was timed")
 	}
 	r.SetSetup("%d trials on a Service with one backend (%s, then %s after %s, then back right after %s answered), watched from the client pod with back-to-back requests each bounded by %s; kube-proxy %s (read from %s/%s %s); client clock %s ± %s from the host's",
-		len(tm.Readings), fixtures.CanaryV1Name, fixtures.CanaryV2Name, EndpointSettle, fixtures.CanaryV2Name, endpointAttempt, tm.KubeProxy,
+		len(tm.Readings), fixtures.CanaryV1Name, fixtures.CanaryV2Name, endpointSettle, fixtures.CanaryV2Name, endpointAttempt, tm.KubeProxy,
 		kubeproxymode.Namespace, kubeproxymode.ConfigMap, kubeproxymode.ConfigKey, tm.ClockOffset.Round(time.Microsecond), tm.ClockUncertainty.Round(time.Microsecond))
 	secs := make([]float64, len(tm.Readings))
 	extra := map[string]float64{"trials": float64(len(tm.Readings)), "clock_uncertainty_s": tm.ClockUncertainty.Seconds()}

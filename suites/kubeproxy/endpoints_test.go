@@ -1,4 +1,4 @@
-package steps
+package kubeproxy
 
 import (
 	"context"
@@ -148,17 +148,17 @@ func TestEndpointTrialRefuses(t *testing.T) {
 // iptables) in iptables' band and a change held for minSyncPeriod out of it.
 func TestJudgeEndpointTiming(t *testing.T) {
 	reg := claimstest.Registry(t)
-	tm := EndpointTiming{KubeProxy: kubeproxymode.Settings{Mode: claims.KubeProxyIPTables, MinSyncPeriod: time.Second}}
+	tm := endpointTiming{KubeProxy: kubeproxymode.Settings{Mode: claims.KubeProxyIPTables, MinSyncPeriod: time.Second}}
 	for _, ms := range []int{9, 7, 8, 30, 6} {
-		tm.Readings = append(tm.Readings, EndpointReading{Change: time.Duration(ms) * time.Millisecond, ChangeResolution: time.Millisecond,
+		tm.Readings = append(tm.Readings, endpointReading{Change: time.Duration(ms) * time.Millisecond, ChangeResolution: time.Millisecond,
 			Revert: time.Second + time.Duration(ms)*time.Millisecond, RevertResolution: 2 * time.Millisecond})
 	}
-	change := func(rd EndpointReading) (time.Duration, time.Duration) { return rd.Change, rd.ChangeResolution }
-	revert := func(rd EndpointReading) (time.Duration, time.Duration) { return rd.Revert, rd.RevertResolution }
+	change := func(rd endpointReading) (time.Duration, time.Duration) { return rd.Change, rd.ChangeResolution }
+	revert := func(rd endpointReading) (time.Duration, time.Duration) { return rd.Revert, rd.RevertResolution }
 	for _, c := range []struct {
 		claim string
-		pick  func(EndpointReading) (time.Duration, time.Duration)
-		tm    EndpointTiming
+		pick  func(endpointReading) (time.Duration, time.Duration)
+		tm    endpointTiming
 		want  verdict.Result
 	}{
 		{"kubeproxy.kind-endpoint-change", change, tm, verdict.Reproduced},
@@ -183,7 +183,7 @@ func TestJudgeEndpointTiming(t *testing.T) {
 	if *m.Value != 0.008 || m.Extra["max_s"] != 0.030 || m.Extra["resolution_max_s"] != 0.001 || m.KubeProxyMode != claims.KubeProxyIPTables {
 		t.Errorf("measurement %+v", m)
 	}
-	if _, err := judgeEndpointTiming(spec.NewRun(reg.MustGet("kubeproxy.kind-endpoint-change"), mode.None, &spec.Env{}, nil), EndpointTiming{}, "change", change); err == nil {
+	if _, err := judgeEndpointTiming(spec.NewRun(reg.MustGet("kubeproxy.kind-endpoint-change"), mode.None, &spec.Env{}, nil), endpointTiming{}, "change", change); err == nil {
 		t.Error("no readings judged")
 	}
 }
@@ -206,10 +206,10 @@ func TestJudgeNewConnectionGrowth(t *testing.T) {
 		n      int
 		want   verdict.Result
 	}{
-		{"+0.05 ms at 10,000", grown, DocumentedServices, verdict.Reproduced},
-		{"no growth at 10,000", flat, DocumentedServices, verdict.NotReproduced},
+		{"+0.05 ms at 10,000", grown, documentedServices, verdict.Reproduced},
+		{"no growth at 10,000", flat, documentedServices, verdict.NotReproduced},
 	} {
-		m, err := JudgeNewConnectionGrowth(quiet, c.loaded, c.n)
+		m, err := judgeNewConnectionGrowth(quiet, c.loaded, c.n)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -217,10 +217,10 @@ func TestJudgeNewConnectionGrowth(t *testing.T) {
 			t.Errorf("%s: judged %s (%s), want %s", c.name, got.Result, got.Reason, c.want)
 		}
 	}
-	if _, err := JudgeNewConnectionGrowth(quiet, quiet[:2], DocumentedServices); err == nil {
+	if _, err := judgeNewConnectionGrowth(quiet, quiet[:2], documentedServices); err == nil {
 		t.Error("unpaired batches judged")
 	}
-	if _, err := JudgeNewConnectionGrowth(make([]float64, 6), make([]float64, 6), DocumentedServices); err == nil {
+	if _, err := judgeNewConnectionGrowth(make([]float64, 6), make([]float64, 6), documentedServices); err == nil {
 		t.Error("zero means (a broken timer) judged")
 	}
 }
@@ -228,7 +228,7 @@ func TestJudgeNewConnectionGrowth(t *testing.T) {
 func TestNeedDocumentedServices(t *testing.T) {
 	for scale, met := range map[float64]bool{1: true, 2: true, 0.05: false, 0.5: false} {
 		r := spec.NewRun(claimstest.Claim(t, "kubeproxy.new-connection-growth"), mode.None, &spec.Env{Config: &config.Config{DurationScale: scale}}, nil)
-		err := NeedDocumentedServices.Check(context.Background(), r)
+		err := needDocumentedServices.Check(context.Background(), r)
 		if (err == nil) != met {
 			t.Errorf("-duration-scale=%g: %v, want met=%v", scale, err, met)
 		}
