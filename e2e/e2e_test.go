@@ -42,9 +42,9 @@ import (
 	"github.com/meshclaims/meshclaims/framework/report"
 	"github.com/meshclaims/meshclaims/framework/setup"
 	"github.com/meshclaims/meshclaims/framework/spec"
-	"github.com/meshclaims/meshclaims/framework/steps"
 	"github.com/meshclaims/meshclaims/framework/suiteflags"
 	_ "github.com/meshclaims/meshclaims/suites/all"
+	"github.com/meshclaims/meshclaims/suites/netpol"
 )
 
 var (
@@ -101,7 +101,7 @@ func TestMain(m *testing.M) {
 	if chosen, err := spec.Selected(planned, selection); err != nil {
 		usageError(err)
 	} else {
-		netPolSpecs = spec.Needing(chosen, steps.NeedNetPol.Name)
+		netPolSpecs = spec.Needing(chosen, netpol.NeedNetPol.Name)
 		selected = chosen
 	}
 	if !suiteCfg.DryRun && !cfg.Plan {

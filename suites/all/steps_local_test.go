@@ -19,6 +19,7 @@ import (
 	"github.com/meshclaims/meshclaims/framework/verdict"
 	"github.com/meshclaims/meshclaims/suites/kubeproxy"
 	"github.com/meshclaims/meshclaims/suites/l7"
+	"github.com/meshclaims/meshclaims/suites/netpol"
 )
 
 // TestStepsOnLocalCluster drives the scenario steps that only the Istio
@@ -238,14 +239,14 @@ func TestStepsOnLocalCluster(t *testing.T) {
 	// spec itself is inconclusive here, and the need must say why.
 	t.Run("netpol enforcement on kube-router is retroactive", func(t *testing.T) {
 		r := run(t, "netpol.enforcement-not-retroactive")
-		if err := steps.NeedNetPolSwitch.Check(ctx, r); err == nil || !strings.Contains(err.Error(), "kube-router") {
+		if err := netpol.NeedNetPolSwitch.Check(ctx, r); err == nil || !strings.Contains(err.Error(), "kube-router") {
 			t.Fatalf("need on the local provider: %v; want unmet, naming kube-router", err)
 		}
-		m, err := steps.NetPolRetroWith(ctx, r, steps.AlreadyEnforcing("the local provider's kube-router"))
+		m, err := netpol.NetPolRetroWith(ctx, r, netpol.AlreadyEnforcing("the local provider's kube-router"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if v := verdict.Judge(r.Claim, mode.None, m); m.Outcome != steps.NetpolRetroactive || v.Result != verdict.NotReproduced {
+		if v := verdict.Judge(r.Claim, mode.None, m); m.Outcome != netpol.NetpolRetroactive || v.Result != verdict.NotReproduced {
 			t.Fatalf("kube-router left the old pod open? %s (%s): %s", m.Outcome, v.Result, m.Detail)
 		}
 		t.Log(m.Detail)

@@ -1,6 +1,6 @@
 // Package netpol holds GUIDE §2's NetworkPolicy claims and istio/istio#56659.
 // Every spec about a policy's effect first proves the CNI enforces
-// NetworkPolicy (steps.NeedNetPol): without enforcement the claims are
+// NetworkPolicy (NeedNetPol): without enforcement the claims are
 // meaningless, so they fail, not pass. The one about turning enforcement on
 // (enforcement_not_retroactive.go) starts where it is off, and proves
 // enforcement on the pod it recreates instead.
@@ -12,7 +12,6 @@ import (
 	"github.com/meshclaims/meshclaims/fixtures"
 	"github.com/meshclaims/meshclaims/framework/scenario"
 	"github.com/meshclaims/meshclaims/framework/spec"
-	"github.com/meshclaims/meshclaims/framework/steps"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
 
@@ -23,8 +22,8 @@ var _ = spec.Declare(spec.Def{
 	Claim:    "netpol.app-port-only",
 	Area:     "netpol",
 	Scenario: "NetworkPolicy ingress TCP 8080 only; client -> echo:8080",
-	Needs:    []spec.Need{steps.NeedNetPol},
+	Needs:    []spec.Need{NeedNetPol},
 	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
-		return steps.UnderNetPol(ctx, r, fixtures.NetpolAppPort(scenario.Target(r), r.Mode), scenario.EchoURL(r))
+		return underNetPol(ctx, r, fixtures.NetpolAppPort(scenario.Target(r), r.Mode), scenario.EchoURL(r))
 	},
 })

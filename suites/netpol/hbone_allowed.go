@@ -6,7 +6,6 @@ import (
 	"github.com/meshclaims/meshclaims/fixtures"
 	"github.com/meshclaims/meshclaims/framework/scenario"
 	"github.com/meshclaims/meshclaims/framework/spec"
-	"github.com/meshclaims/meshclaims/framework/steps"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
 
@@ -16,8 +15,8 @@ var _ = spec.Declare(spec.Def{
 	Claim:    "netpol.hbone-allowed",
 	Area:     "netpol",
 	Scenario: "NetworkPolicy ingress TCP 8080 + 15008; client -> echo:8080",
-	Needs:    []spec.Need{steps.NeedNetPol},
+	Needs:    []spec.Need{NeedNetPol},
 	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
-		return steps.UnderNetPol(ctx, r, fixtures.NetpolAppPortAndHBONE(scenario.Target(r), r.Mode), scenario.EchoURL(r))
+		return underNetPol(ctx, r, fixtures.NetpolAppPortAndHBONE(scenario.Target(r), r.Mode), scenario.EchoURL(r))
 	},
 })

@@ -6,7 +6,6 @@ import (
 	"github.com/meshclaims/meshclaims/fixtures"
 	"github.com/meshclaims/meshclaims/framework/scenario"
 	"github.com/meshclaims/meshclaims/framework/spec"
-	"github.com/meshclaims/meshclaims/framework/steps"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
 
@@ -18,8 +17,8 @@ var _ = spec.Declare(spec.Def{
 	Claim:    "netpol.hbone-opens-unlisted-ports",
 	Area:     "netpol",
 	Scenario: "NetworkPolicy ingress TCP 15008 only; client -> echo:8080 (unlisted)",
-	Needs:    []spec.Need{steps.NeedNetPol},
+	Needs:    []spec.Need{NeedNetPol},
 	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
-		return steps.UnderNetPol(ctx, r, fixtures.NetpolHBONE(scenario.Target(r), r.Mode), scenario.EchoURL(r))
+		return underNetPol(ctx, r, fixtures.NetpolHBONE(scenario.Target(r), r.Mode), scenario.EchoURL(r))
 	},
 })

@@ -2,7 +2,6 @@ package netpol
 
 import (
 	"github.com/meshclaims/meshclaims/framework/spec"
-	"github.com/meshclaims/meshclaims/framework/steps"
 )
 
 // Policy: ingress to app=echo allows TCP 8080 only (15008 closed), applied
@@ -15,6 +14,6 @@ var _ = spec.Declare(spec.Def{
 	Claim:    "netpol.pooled-tunnel-outlives-policy",
 	Area:     "netpol",
 	Scenario: "client's tunnel open; NetworkPolicy ingress TCP 8080 only; same client, then a new one -> echo:8080",
-	Needs:    []spec.Need{steps.NeedNetPol},
-	Measure:  steps.PooledTunnel,
+	Needs:    []spec.Need{NeedNetPol},
+	Measure:  pooledTunnel,
 })

@@ -1,4 +1,4 @@
-package steps
+package netpol
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 	"github.com/meshclaims/meshclaims/framework/probe"
 	"github.com/meshclaims/meshclaims/framework/scenario"
 	"github.com/meshclaims/meshclaims/framework/spec"
+	"github.com/meshclaims/meshclaims/framework/steps"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 	"github.com/meshclaims/meshclaims/framework/ztunnellog"
 )
@@ -41,7 +42,7 @@ const tunnelLogSettle = 10 * time.Second
 // In ambient-l7 the connection that crosses echo's policy is the waypoint's
 // (Envoy pools its upstream HBONE connections too), so the waypoint is
 // restarted before each probe. Echo's ztunnel's log then shows which
-// tunnels carried each probe and since when (JudgeTunnels): a tunnel in use
+// tunnels carried each probe and since when (judgeTunnels): a tunnel in use
 // before the probe's fresh path existed is refused, never judged.
 func underNetPolAmbient(ctx context.Context, r *spec.Run, policy *networkingv1.NetworkPolicy, url string) (verdict.Measurement, error) {
 	ctl, ctlFresh, err := freshPath(ctx, r, "control")
@@ -52,11 +53,11 @@ func underNetPolAmbient(ctx context.Context, r *spec.Run, policy *networkingv1.N
 	if err := scenario.PositiveControl(ctx, r, ctl.Client, url); err != nil {
 		return verdict.Measurement{}, err
 	}
-	ctlTunnels, err := TunnelsCarrying(ctx, r, ctl, tCtl, ctlFresh)
+	ctlTunnels, err := tunnelsCarrying(ctx, r, ctl, tCtl, ctlFresh)
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
-	ctlSeen, err := JudgeTunnels(verdict.Measurement{Outcome: "http-200"}, ctlTunnels, "positive control")
+	ctlSeen, err := judgeTunnels(verdict.Measurement{Outcome: "http-200"}, ctlTunnels, "positive control")
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
@@ -69,30 +70,30 @@ func underNetPolAmbient(ctx context.Context, r *spec.Run, policy *networkingv1.N
 		return verdict.Measurement{}, err
 	}
 	t0 := time.Now()
-	got, err := NetpolProbe(ctx, r, meas.Client, url)
+	got, err := netpolProbe(ctx, r, meas.Client, url)
 	if err != nil {
 		return got, err
 	}
 	got = netpolOutcome(ctx, r, got, t0)
-	tunnels, err := TunnelsCarrying(ctx, r, meas, t0, fresh)
+	tunnels, err := tunnelsCarrying(ctx, r, meas, t0, fresh)
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
-	return JudgeTunnels(got, tunnels, "measurement")
+	return judgeTunnels(got, tunnels, "measurement")
 }
 
 // freshPath deploys a client for one probe and, in ambient-l7, restarts
 // the waypoint so that its upstream tunnels to echo are new too. fresh is
 // the time from which every connection of the probe's path is new: a
 // tunnel first used before it was already open.
-func freshPath(ctx context.Context, r *spec.Run, purpose string) (FreshPod, time.Time, error) {
+func freshPath(ctx context.Context, r *spec.Run, purpose string) (freshPod, time.Time, error) {
 	start := time.Now()
 	if r.Mode == mode.AmbientL7 {
 		if err := restartWaypoint(ctx, r); err != nil {
-			return FreshPod{}, time.Time{}, err
+			return freshPod{}, time.Time{}, err
 		}
 	}
-	c, err := FreshClient(ctx, r, purpose)
+	c, err := freshClient(ctx, r, purpose)
 	return c, start, err
 }
 
@@ -101,7 +102,7 @@ func restartWaypoint(ctx context.Context, r *spec.Run) error {
 	if err != nil {
 		return err
 	}
-	d, err := NewDeploymentDriver(m, r.Namespace(), fixtures.WaypointName)
+	d, err := steps.NewDeploymentDriver(m, r.Namespace(), fixtures.WaypointName)
 	if err != nil {
 		return err
 	}
@@ -121,7 +122,7 @@ func restartWaypoint(ctx context.Context, r *spec.Run) error {
 // tunnelSources are the pods whose HBONE connections reach echo in r's
 // mode for a probe from c: the client itself in ambient-l4, the waypoint's
 // pods in ambient-l7.
-func tunnelSources(ctx context.Context, r *spec.Run, c FreshPod) ([]string, error) {
+func tunnelSources(ctx context.Context, r *spec.Run, c freshPod) ([]string, error) {
 	if r.Mode != mode.AmbientL7 {
 		return []string{c.IP}, nil
 	}
@@ -143,32 +144,32 @@ func tunnelSources(ctx context.Context, r *spec.Run, c FreshPod) ([]string, erro
 	return ips, nil
 }
 
-// ProbeTunnels is what echo's ztunnel logged about one probe's tunnels.
-type ProbeTunnels struct {
+// probeTunnels is what echo's ztunnel logged about one probe's tunnels.
+type probeTunnels struct {
 	Sources []string // the IPs whose tunnels cross echo's policy
 	ztunnellog.Carried
 	Fresh time.Time // every tunnel first used before this was open before the probe's path
 	Pods  []string  // the ztunnel pods read
 }
 
-// TunnelsCarrying reads every ztunnel's log (the destination's is among
+// tunnelsCarrying reads every ztunnel's log (the destination's is among
 // them) and finds the tunnels from the probe's sources that carried a
 // connection ending at or after since, and which of those were in use
 // before fresh. A probe that got through is logged when its connection
 // closes, so a missing line is waited for (tunnelLogSettle); one that was
 // blocked leaves no inbound line at all.
-func TunnelsCarrying(ctx context.Context, r *spec.Run, c FreshPod, since, fresh time.Time) (ProbeTunnels, error) {
+func tunnelsCarrying(ctx context.Context, r *spec.Run, c freshPod, since, fresh time.Time) (probeTunnels, error) {
 	if r.Mode == mode.AmbientL7 {
 		return viaWaypoint(ctx, r, c, since, fresh)
 	}
 	sources, err := tunnelSources(ctx, r, c)
 	if err != nil {
-		return ProbeTunnels{}, err
+		return probeTunnels{}, err
 	}
-	return TunnelsFrom(ctx, r, sources, since, fresh)
+	return tunnelsFrom(ctx, r, sources, since, fresh)
 }
 
-// viaWaypoint is TunnelsCarrying in ambient-l7, where the connection that
+// viaWaypoint is tunnelsCarrying in ambient-l7, where the connection that
 // crosses echo's policy is the waypoint's. Its Envoy keeps its upstream
 // connections to echo open for reuse, so echo's ztunnel logs them only when
 // they close (seen in the first real ambient-l7 run: none logged while the
@@ -176,24 +177,24 @@ func TunnelsCarrying(ctx context.Context, r *spec.Run, c FreshPod, since, fresh 
 // cannot hold a connection from before it started. The client's ztunnel
 // logs the probe's own hop to the waypoint when the probe ends: that line
 // names the waypoint pod that carried it.
-func viaWaypoint(ctx context.Context, r *spec.Run, c FreshPod, since, fresh time.Time) (ProbeTunnels, error) {
+func viaWaypoint(ctx context.Context, r *spec.Run, c freshPod, since, fresh time.Time) (probeTunnels, error) {
 	m, err := scenario.ClusterOf(r)
 	if err != nil {
-		return ProbeTunnels{}, err
+		return probeTunnels{}, err
 	}
 	pods, err := m.Kube.ReadyPods(ctx, r.Namespace(), "gateway.networking.k8s.io/gateway-name="+fixtures.WaypointName)
 	if err != nil {
-		return ProbeTunnels{}, err
+		return probeTunnels{}, err
 	}
-	started := map[string]WaypointPod{}
+	started := map[string]waypointPod{}
 	for _, p := range pods {
-		w := WaypointPod{Name: p.Name, IP: p.Status.PodIP}
+		w := waypointPod{Name: p.Name, IP: p.Status.PodIP}
 		if p.Status.StartTime != nil {
 			w.Started = p.Status.StartTime.Time
 		}
 		started[w.IP] = w
 	}
-	pt := ProbeTunnels{Sources: []string{c.IP}, Fresh: fresh}
+	pt := probeTunnels{Sources: []string{c.IP}, Fresh: fresh}
 	deadline := time.Now().Add(tunnelLogSettle)
 	for {
 		all, names, err := ztunnelAccess(ctx, m, fresh.Add(-ztunnelPoolIdle-time.Minute))
@@ -201,7 +202,7 @@ func viaWaypoint(ctx context.Context, r *spec.Run, c FreshPod, since, fresh time
 			return pt, err
 		}
 		pt.Pods = names
-		pt.Carried = WaypointCarried(all, c.IP, since, fresh, started)
+		pt.Carried = waypointCarried(all, c.IP, since, fresh, started)
 		if len(pt.Used) > 0 || time.Now().After(deadline) {
 			return pt, nil
 		}
@@ -213,17 +214,17 @@ func viaWaypoint(ctx context.Context, r *spec.Run, c FreshPod, since, fresh time
 	}
 }
 
-// WaypointPod is a waypoint pod as the API server reports it.
-type WaypointPod struct {
+// waypointPod is a waypoint pod as the API server reports it.
+type waypointPod struct {
 	Name, IP string
 	Started  time.Time
 }
 
-// WaypointCarried finds the client's connections to a waypoint that ended
+// waypointCarried finds the client's connections to a waypoint that ended
 // at or after since (the client's ztunnel's outbound lines to the pod's
 // 15008) and gives each waypoint that carried one as a tunnel first usable
 // when its pod started: stale when that is before fresh.
-func WaypointCarried(all []ztunnellog.Access, clientIP string, since, fresh time.Time, waypoints map[string]WaypointPod) ztunnellog.Carried {
+func waypointCarried(all []ztunnellog.Access, clientIP string, since, fresh time.Time, waypoints map[string]waypointPod) ztunnellog.Carried {
 	var c ztunnellog.Carried
 	seen := map[string]bool{}
 	for _, a := range all {
@@ -279,13 +280,13 @@ func ztunnelAccess(ctx context.Context, m *spec.Cluster, t time.Time) ([]ztunnel
 	return all, names, nil
 }
 
-// TunnelsFrom is TunnelsCarrying for the tunnels from the given source IPs.
-func TunnelsFrom(ctx context.Context, r *spec.Run, sources []string, since, fresh time.Time) (ProbeTunnels, error) {
+// tunnelsFrom is tunnelsCarrying for the tunnels from the given source IPs.
+func tunnelsFrom(ctx context.Context, r *spec.Run, sources []string, since, fresh time.Time) (probeTunnels, error) {
 	m, err := scenario.ClusterOf(r)
 	if err != nil {
-		return ProbeTunnels{}, err
+		return probeTunnels{}, err
 	}
-	pt := ProbeTunnels{Sources: sources, Fresh: fresh}
+	pt := probeTunnels{Sources: sources, Fresh: fresh}
 	deadline := time.Now().Add(tunnelLogSettle)
 	for {
 		all, names, err := ztunnelAccess(ctx, m, fresh.Add(-ztunnelPoolIdle-time.Minute))
@@ -310,13 +311,13 @@ func TunnelsFrom(ctx context.Context, r *spec.Run, sources []string, since, fres
 	}
 }
 
-// JudgeTunnels keeps a probe's outcome only when echo's ztunnel shows it
+// judgeTunnels keeps a probe's outcome only when echo's ztunnel shows it
 // crossed the policy on a tunnel opened for it: a tunnel in use before the
 // probe's fresh path is refused (the outcome would be the pool's, not the
 // policy's), and so is a 200 with no tunnel logged at all (nothing shows
 // which connection carried it). A blocked probe reaching no tunnel is what
 // a policy that stops new HBONE connections looks like.
-func JudgeTunnels(got verdict.Measurement, pt ProbeTunnels, what string) (verdict.Measurement, error) {
+func judgeTunnels(got verdict.Measurement, pt probeTunnels, what string) (verdict.Measurement, error) {
 	if len(pt.Stale) > 0 {
 		var s []string
 		for _, t := range pt.Stale {

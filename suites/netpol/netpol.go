@@ -1,4 +1,4 @@
-package steps
+package netpol
 
 import (
 	"context"
@@ -90,12 +90,12 @@ func netpolPreflight(ctx context.Context, r *spec.Run) error {
 	return nil
 }
 
-// UnderNetPol probes url from the mode's in-mesh client until it answers 200
+// underNetPol probes url from the mode's in-mesh client until it answers 200
 // (the positive control: in this mode, on this path, the probe can see
 // success, so a "blocked" after the policy is the policy's doing), then
 // applies a NetworkPolicy for the spec, lets the CNI program it, and probes
 // again. Removing the policy waits until echo is Ready and answering (Apply).
-func UnderNetPol(ctx context.Context, r *spec.Run, policy *networkingv1.NetworkPolicy, url string) (verdict.Measurement, error) {
+func underNetPol(ctx context.Context, r *spec.Run, policy *networkingv1.NetworkPolicy, url string) (verdict.Measurement, error) {
 	if r.Mode.Ambient() {
 		return underNetPolAmbient(ctx, r, policy, url)
 	}

@@ -1,4 +1,4 @@
-package steps
+package netpol
 
 import (
 	"context"
@@ -79,32 +79,32 @@ func netpolOutcome(ctx context.Context, r *spec.Run, got verdict.Measurement, t0
 	return got
 }
 
-// NetpolProbe is ProbeOutcome for the NetworkPolicy specs. In ambient-l7
+// netpolProbe is ProbeOutcome for the NetworkPolicy specs. In ambient-l7
 // the client's request ends at the waypoint, whose Envoy opens its own
 // HBONE connection to echo: when the policy refuses that connection the
 // client gets no timeout but the waypoint's local reply, a 503 with
 // `server: istio-envoy` and Envoy's "upstream connect error" body. That is
 // the policy blocking the new path, as a timeout is in ambient-l4, and it
-// is recorded with the waypoint's own words (WaypointUpstreamRefusal).
-func NetpolProbe(ctx context.Context, r *spec.Run, c probe.Client, url string) (verdict.Measurement, error) {
+// is recorded with the waypoint's own words (waypointUpstreamRefusal).
+func netpolProbe(ctx context.Context, r *spec.Run, c probe.Client, url string) (verdict.Measurement, error) {
 	res, err := scenario.Probe(ctx, r, c, url)
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
 	if r.Mode == mode.AmbientL7 {
-		if why, ok := WaypointUpstreamRefusal(res); ok {
+		if why, ok := waypointUpstreamRefusal(res); ok {
 			return verdict.Measurement{Outcome: probe.Blocked, Detail: why}, nil
 		}
 	}
 	return verdict.Measurement{Outcome: res.Outcome, Detail: res.Detail}, nil
 }
 
-// WaypointUpstreamRefusal says whether a probe's answer is a waypoint's
+// waypointUpstreamRefusal says whether a probe's answer is a waypoint's
 // local reply for an upstream it could not connect to: 503, `server:
 // istio-envoy`, a body starting with Envoy's "upstream connect error"
 // (source/common/router/router.cc's local reply). A 503 from echo itself,
 // or one without those marks, is not.
-func WaypointUpstreamRefusal(res probe.Result) (string, bool) {
+func waypointUpstreamRefusal(res probe.Result) (string, bool) {
 	body := strings.TrimSpace(res.Body)
 	if res.Status != 503 || res.Header("server") != "istio-envoy" || !strings.HasPrefix(body, "upstream connect error") {
 		return "", false

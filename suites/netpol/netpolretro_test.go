@@ -1,4 +1,4 @@
-package steps
+package netpol
 
 import (
 	"context"
@@ -61,17 +61,17 @@ func TestNetPolRetroJudged(t *testing.T) {
 	c := claimstest.Claim(t, "netpol.enforcement-not-retroactive")
 	before := retroPod(t, "echo-6f7d9c8b5-abcde", "u-before", "192.168.14.21")
 	recreated := retroPod(t, "echo-7c9d8f6b4-fghij", "u-after", "192.168.31.7")
-	readings := func(old, fresh string) RetroReadings {
-		return RetroReadings{Switch: "enforcement turned on", Before: before, Again: before, Recreated: recreated,
+	readings := func(old, fresh string) retroReadings {
+		return retroReadings{Switch: "enforcement turned on", Before: before, Again: before, Recreated: recreated,
 			Old: retroProbe(podURL(before), old), New: retroProbe(podURL(recreated), fresh)}
 	}
 
 	// GUIDE: the old pod still answers, the recreated one is blocked.
-	got, err := JudgeNetPolRetro(readings("200", "drop"))
+	got, err := judgeNetPolRetro(readings("200", "drop"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v := verdict.Judge(c, mode.None, got); got.Outcome != NetpolNotRetroactive || v.Result != verdict.Reproduced {
+	if v := verdict.Judge(c, mode.None, got); got.Outcome != netpolNotRetroactive || v.Result != verdict.Reproduced {
 		t.Errorf("old answers, new blocked: %s %s (%s)", got.Outcome, v.Result, v.Reason)
 	}
 	for _, want := range []string{before.Name + " (running before enforcement) -> 8080 http-200", recreated.Name + " (recreated by rollout restart) -> 8080 blocked", "TCP 9999 only", "recreated pod answers 200"} {
@@ -82,7 +82,7 @@ func TestNetPolRetroJudged(t *testing.T) {
 	// Enforcement reaching the old pod (dropped or rejected) contradicts
 	// the claim: the detector fires.
 	for _, old := range []string{"drop", "refused"} {
-		got, err := JudgeNetPolRetro(readings(old, "drop"))
+		got, err := judgeNetPolRetro(readings(old, "drop"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -93,16 +93,16 @@ func TestNetPolRetroJudged(t *testing.T) {
 
 	// Invalid measurements: each fails, never passes, and says what it saw.
 	errs := map[string]error{}
-	_, errs["enforcement never took effect"] = JudgeNetPolRetro(readings("200", "200"))
-	_, errs["enforcement never took effect, so the old pod's answer"] = JudgeNetPolRetro(readings("drop", "200"))
+	_, errs["enforcement never took effect"] = judgeNetPolRetro(readings("200", "200"))
+	_, errs["enforcement never took effect, so the old pod's answer"] = judgeNetPolRetro(readings("drop", "200"))
 	broken := readings("200", "drop")
 	broken.Restored = errors.New("not within 1m30s; last: client -> http://192.168.31.7:8080/: blocked")
-	_, errs["its block cannot be told from a broken pod"] = JudgeNetPolRetro(broken)
+	_, errs["its block cannot be told from a broken pod"] = judgeNetPolRetro(broken)
 	replaced := readings("200", "drop")
 	replaced.Again = retroPod(t, before.Name, "u-other", before.Status.PodIP)
-	_, errs["was replaced (UID u-before, then u-other)"] = JudgeNetPolRetro(replaced)
-	_, errs["the recreated pod got http-503 under the policy"] = JudgeNetPolRetro(readings("200", "503"))
-	_, errs["the pod that ran before enforcement got http-503"] = JudgeNetPolRetro(readings("503", "drop"))
+	_, errs["was replaced (UID u-before, then u-other)"] = judgeNetPolRetro(replaced)
+	_, errs["the recreated pod got http-503 under the policy"] = judgeNetPolRetro(readings("200", "503"))
+	_, errs["the pod that ran before enforcement got http-503"] = judgeNetPolRetro(readings("503", "drop"))
 	for want, err := range errs {
 		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "-> 8080") {
 			t.Errorf("want an error with %q and the readings, got %v", want, err)
@@ -114,7 +114,7 @@ func TestNetPolRetroJudged(t *testing.T) {
 // given; the local provider, another CNI, an agent-less aws-node or a
 // cluster already enforcing leave the claim inconclusive with the reason.
 func TestNeedNetPolSwitch(t *testing.T) {
-	path := filepath.Join("..", "vpccni", "testdata", "aws-node.yaml")
+	path := filepath.Join("..", "..", "framework", "vpccni", "testdata", "aws-node.yaml")
 	off, err := vpccni.FixtureDaemonSet(path, false)
 	if err != nil {
 		t.Fatal(err)
@@ -157,7 +157,7 @@ func TestNeedNetPolSwitch(t *testing.T) {
 // every node runs it (here the "add-on update" is played by writing the
 // DaemonSet the way the add-on manager would, then its status).
 func TestCommandSwitch(t *testing.T) {
-	path := filepath.Join("..", "vpccni", "testdata", "aws-node.yaml")
+	path := filepath.Join("..", "..", "framework", "vpccni", "testdata", "aws-node.yaml")
 	ds := func(enforcing bool, updated int32) *appsv1.DaemonSet {
 		d, err := vpccni.FixtureDaemonSet(path, enforcing)
 		if err != nil {
@@ -174,10 +174,10 @@ func TestCommandSwitch(t *testing.T) {
 	}
 	ctx := context.Background()
 
-	if _, err := CommandSwitch("true")(ctx, run(fake.NewSimpleClientset(ds(true, 3)), "true")); err == nil || !strings.Contains(err.Error(), "already enforced") {
+	if _, err := commandSwitch("true")(ctx, run(fake.NewSimpleClientset(ds(true, 3)), "true")); err == nil || !strings.Contains(err.Error(), "already enforced") {
 		t.Errorf("already enforcing: %v", err)
 	}
-	if _, err := CommandSwitch("echo AccessDeniedException >&2; exit 3")(ctx, run(fake.NewSimpleClientset(ds(false, 3)), "x")); err == nil || !strings.Contains(err.Error(), "exit status 3") || !strings.Contains(err.Error(), "AccessDeniedException") {
+	if _, err := commandSwitch("echo AccessDeniedException >&2; exit 3")(ctx, run(fake.NewSimpleClientset(ds(false, 3)), "x")); err == nil || !strings.Contains(err.Error(), "exit status 3") || !strings.Contains(err.Error(), "AccessDeniedException") {
 		t.Errorf("failing command: %v", err)
 	}
 
@@ -192,7 +192,7 @@ func TestCommandSwitch(t *testing.T) {
 		_, _ = dss.Update(ctx, ds(true, 3), metav1.UpdateOptions{})
 	}()
 	r := run(cs, "true")
-	said, err := CommandSwitch("echo update-addon requested")(ctx, r)
+	said, err := commandSwitch("echo update-addon requested")(ctx, r)
 	if err != nil {
 		t.Fatal(err)
 	}

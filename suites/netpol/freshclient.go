@@ -1,4 +1,4 @@
-package steps
+package netpol
 
 import (
 	"context"
@@ -12,9 +12,9 @@ import (
 	"github.com/meshclaims/meshclaims/framework/spec"
 )
 
-// FreshPod is a client deployed for one probe: no connection of its own
+// freshPod is a client deployed for one probe: no connection of its own
 // existed before it became ready.
-type FreshPod struct {
+type freshPod struct {
 	Client probe.Client
 	Pod    string
 	IP     string
@@ -23,7 +23,7 @@ type FreshPod struct {
 
 var freshSeq atomic.Int64
 
-// FreshClient deploys a new fortio client (service account default, like
+// freshClient deploys a new fortio client (service account default, like
 // the mode's own client) in r's namespace for one probe, and waits until it
 // is Available; Apply deletes it when the spec ends. In ambient modes
 // ztunnel keys its pool of HBONE tunnels by the source pod's IP among
@@ -31,25 +31,25 @@ var freshSeq atomic.Int64
 // over a tunnel opened after it (issue 26: a pooled tunnel from before the
 // policy keeps carrying new requests past a NetworkPolicy). The wait is for
 // the client's own readiness, never for the outcome it will measure.
-func FreshClient(ctx context.Context, r *spec.Run, purpose string) (FreshPod, error) {
+func freshClient(ctx context.Context, r *spec.Run, purpose string) (freshPod, error) {
 	m, err := scenario.ClusterOf(r)
 	if err != nil {
-		return FreshPod{}, err
+		return freshPod{}, err
 	}
 	name := fmt.Sprintf("%s-%s-%d", fixtures.ClientName, purpose, freshSeq.Add(1))
 	d := fixtures.FortioClient(scenario.Target(r), m.Options.Images, name, "")
 	if err := scenario.Apply(ctx, r, d); err != nil {
-		return FreshPod{}, err
+		return freshPod{}, err
 	}
 	if err := m.Kube.WaitCreatedAvailable(ctx, r.Namespace(), r.Env.Config.Timeouts.WorkloadsReady, name); err != nil {
-		return FreshPod{}, fmt.Errorf("fresh client %s: %w", name, err)
+		return freshPod{}, fmt.Errorf("fresh client %s: %w", name, err)
 	}
 	c := probe.Client{Namespace: r.Namespace(), Selector: fixtures.LabelApp + "=" + name, Port: fixtures.ClientHTTPPort}
 	pod, err := m.Kube.OneReadyPod(ctx, c.Namespace, c.Selector)
 	if err != nil {
-		return FreshPod{}, fmt.Errorf("fresh client %s: %w", name, err)
+		return freshPod{}, fmt.Errorf("fresh client %s: %w", name, err)
 	}
-	f := FreshPod{Client: c, Pod: pod.Name, IP: pod.Status.PodIP, Ready: time.Now()}
+	f := freshPod{Client: c, Pod: pod.Name, IP: pod.Status.PodIP, Ready: time.Now()}
 	r.Logf("fresh client %s/%s (IP %s) ready at %s", c.Namespace, f.Pod, f.IP, f.Ready.UTC().Format(time.RFC3339Nano))
 	return f, nil
 }

@@ -1,4 +1,4 @@
-package steps
+package netpol
 
 import (
 	"context"
@@ -14,21 +14,21 @@ import (
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
 
-// PooledTunnelProbes is how many requests (one a second) the pooled tunnel
+// pooledTunnelProbes is how many requests (one a second) the pooled tunnel
 // must carry after the policy: enough to show it is not one lucky request
 // in flight when the policy landed, short beside ztunnel's 5 min idle
 // release so the tunnel is kept in use throughout.
-const PooledTunnelProbes = 10
+const pooledTunnelProbes = 10
 
-// PooledTunnel observes issue 26's gotcha as its own claim: a tunnel opened
+// pooledTunnel observes issue 26's gotcha as its own claim: a tunnel opened
 // before an 8080-only NetworkPolicy (which closes HBONE's 15008) keeps
 // carrying new requests after the enforcer carries the policy, while a path
 // opened after it is blocked. In ambient-l4 the tunnel is the client's
 // ztunnel's; in ambient-l7 it is the waypoint's pooled upstream tunnel to
 // echo, shared by every client, so the blocked control restarts the
-// waypoint. The tunnel detector (JudgeTunnels) must fire on the old path
+// waypoint. The tunnel detector (judgeTunnels) must fire on the old path
 // (its negative control on a real cluster) and stay quiet on the new one.
-func PooledTunnel(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
+func pooledTunnel(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
 	// ztunnel pools per destination pod (dst.addr is the pod's 15008): in
 	// ambient-l4 every request goes to one echo pod's address, so all ride
 	// the tunnel the positive control opened. In ambient-l7 the waypoint
@@ -64,7 +64,7 @@ func PooledTunnel(ctx context.Context, r *spec.Run) (verdict.Measurement, error)
 	}
 	policyAt := time.Now()
 	var after []probe.Result
-	for i := 0; i < PooledTunnelProbes; i++ {
+	for i := 0; i < pooledTunnelProbes; i++ {
 		res, err := scenario.Probe(ctx, r, old.Client, url)
 		if err != nil {
 			return verdict.Measurement{}, err
@@ -79,57 +79,57 @@ func PooledTunnel(ctx context.Context, r *spec.Run) (verdict.Measurement, error)
 	window := time.Since(policyAt)
 	// In ambient-l7 the tunnels are the waypoint's, shown by its pod's
 	// start (viaWaypoint); in ambient-l4 by echo's ztunnel's inbound lines.
-	var oldTunnels ProbeTunnels
+	var oldTunnels probeTunnels
 	if r.Mode == mode.AmbientL7 {
-		oldTunnels, err = TunnelsCarrying(ctx, r, old, policyAt, policyAt)
+		oldTunnels, err = tunnelsCarrying(ctx, r, old, policyAt, policyAt)
 	} else {
-		oldTunnels, err = TunnelsFrom(ctx, r, oldSources, policyAt, policyAt)
+		oldTunnels, err = tunnelsFrom(ctx, r, oldSources, policyAt, policyAt)
 	}
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
-	_, detected := JudgeTunnels(verdict.Measurement{Outcome: after[len(after)-1].Outcome}, oldTunnels, "the pooled client's request")
+	_, detected := judgeTunnels(verdict.Measurement{Outcome: after[len(after)-1].Outcome}, oldTunnels, "the pooled client's request")
 
 	nu, nuFresh, err := freshPath(ctx, r, "new")
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
 	t0 := time.Now()
-	got, err := NetpolProbe(ctx, r, nu.Client, url)
+	got, err := netpolProbe(ctx, r, nu.Client, url)
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
 	got = netpolOutcome(ctx, r, got, t0)
-	nuTunnels, err := TunnelsCarrying(ctx, r, nu, t0, nuFresh)
+	nuTunnels, err := tunnelsCarrying(ctx, r, nu, t0, nuFresh)
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
-	newPath, err := JudgeTunnels(got, nuTunnels, "the new path's request")
+	newPath, err := judgeTunnels(got, nuTunnels, "the new path's request")
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
-	m := JudgePooledTunnel(PooledReadings{After: after, Window: window, Detected: detected, OldFresh: oldFresh, OldTunnels: oldTunnels, New: newPath})
+	m := judgePooledTunnel(pooledReadings{After: after, Window: window, Detected: detected, OldFresh: oldFresh, OldTunnels: oldTunnels, New: newPath})
 	r.Logf("pooled tunnel: %s %s", m.Outcome, m.Detail)
 	return m, nil
 }
 
-// PooledReadings are what PooledTunnel saw.
-type PooledReadings struct {
+// pooledReadings are what pooledTunnel saw.
+type pooledReadings struct {
 	After      []probe.Result // the pooled client's requests after the policy
 	Window     time.Duration  // from the policy carried to the last of them
-	Detected   error          // JudgeTunnels on the pooled client's tunnels: must refuse
+	Detected   error          // judgeTunnels on the pooled client's tunnels: must refuse
 	OldFresh   time.Time
-	OldTunnels ProbeTunnels
+	OldTunnels probeTunnels
 	New        verdict.Measurement // the path opened after the policy, judged
 }
 
-// JudgePooledTunnel: verified when every request of the pooled client after
+// judgePooledTunnel: verified when every request of the pooled client after
 // the policy answered 200 over a tunnel in use before the policy (the
 // detector refused it), while the path opened after the policy was blocked.
 // A new path that gets through means the policy did not block new tunnels
 // here, so the pooled 200s show nothing; a pooled request that failed means
 // the tunnel was cut (the behaviour the gotcha says does not happen).
-func JudgePooledTunnel(p PooledReadings) verdict.Measurement {
+func judgePooledTunnel(p pooledReadings) verdict.Measurement {
 	codes := map[string]int{}
 	for _, a := range p.After {
 		codes[a.Outcome]++
@@ -161,7 +161,7 @@ func JudgePooledTunnel(p PooledReadings) verdict.Measurement {
 const waypointWarmUp = 60
 
 // warmWaypoint sends waypointWarmUp requests from c through the waypoint.
-func warmWaypoint(ctx context.Context, r *spec.Run, c FreshPod, url string) error {
+func warmWaypoint(ctx context.Context, r *spec.Run, c freshPod, url string) error {
 	codes := map[string]int{}
 	for i := 0; i < waypointWarmUp; i++ {
 		res, err := scenario.Probe(ctx, r, c.Client, url)

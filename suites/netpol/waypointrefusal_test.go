@@ -1,4 +1,4 @@
-package steps
+package netpol
 
 import (
 	"strings"
@@ -23,7 +23,7 @@ func TestWaypointUpstreamRefusal(t *testing.T) {
 		return probe.Result{Result: r, Outcome: o, Detail: d}
 	}
 	envoy := "upstream connect error or disconnect/reset before headers. reset reason: connection timeout"
-	if why, ok := WaypointUpstreamRefusal(res(503, "istio-envoy", envoy)); !ok || !strings.Contains(why, "reset reason: connection timeout") {
+	if why, ok := waypointUpstreamRefusal(res(503, "istio-envoy", envoy)); !ok || !strings.Contains(why, "reset reason: connection timeout") {
 		t.Errorf("the waypoint's refusal not recognised: %q %v", why, ok)
 	}
 	for name, r := range map[string]probe.Result{
@@ -32,7 +32,7 @@ func TestWaypointUpstreamRefusal(t *testing.T) {
 		"200 through the waypoint": res(200, "istio-envoy", "ok"),
 		"503 from another server":  res(503, "nginx", envoy),
 	} {
-		if _, ok := WaypointUpstreamRefusal(r); ok {
+		if _, ok := waypointUpstreamRefusal(r); ok {
 			t.Errorf("%s taken for the policy's block", name)
 		}
 	}

@@ -1,4 +1,4 @@
-package steps
+package netpol
 
 import (
 	"context"
@@ -19,6 +19,7 @@ import (
 	"github.com/meshclaims/meshclaims/framework/probe"
 	"github.com/meshclaims/meshclaims/framework/scenario"
 	"github.com/meshclaims/meshclaims/framework/spec"
+	"github.com/meshclaims/meshclaims/framework/steps"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 	"github.com/meshclaims/meshclaims/framework/vpccni"
 )
@@ -38,9 +39,9 @@ import (
 
 // Outcomes of netpol.enforcement-not-retroactive.
 const (
-	// NetpolNotRetroactive: the pod that ran before enforcement answered
+	// netpolNotRetroactive: the pod that ran before enforcement answered
 	// under the policy while the pod created after was blocked.
-	NetpolNotRetroactive = "verified"
+	netpolNotRetroactive = "verified"
 	// NetpolRetroactive: both were blocked; enforcement reached the pod
 	// that ran before it was turned on.
 	NetpolRetroactive = "retroactive"
@@ -83,13 +84,13 @@ var NeedNetPolSwitch = spec.Need{Name: "networkpolicy-enforcement-switch", Layer
 // is in effect for pods created from then on, saying what it did and saw.
 type EnforcementSwitch func(ctx context.Context, r *spec.Run) (string, error)
 
-// CommandSwitch runs command with sh (-netpol-enable-command: an EKS
+// commandSwitch runs command with sh (-netpol-enable-command: an EKS
 // add-on update) and waits until aws-node runs its agent enforcing on
 // every node, all within Timeouts.NetPolEnable. The agent must not be
 // enforcing before: a pod would then be enforced from its creation and the
 // spec would show nothing. It waits for the agent's configuration, never
 // for traffic to be blocked, which is what the spec measures.
-func CommandSwitch(command string) EnforcementSwitch {
+func commandSwitch(command string) EnforcementSwitch {
 	return func(ctx context.Context, r *spec.Run) (string, error) {
 		m, err := scenario.ClusterOf(r)
 		if err != nil {
@@ -147,14 +148,14 @@ func AlreadyEnforcing(what string) EnforcementSwitch {
 	}
 }
 
-// NetPolRetro is the spec's Measure: the scenario with the run's
+// netPolRetro is the spec's Measure: the scenario with the run's
 // -netpol-enable-command.
-func NetPolRetro(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
-	return NetPolRetroWith(ctx, r, CommandSwitch(r.Env.Config.NetPolEnableCommand))
+func netPolRetro(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
+	return NetPolRetroWith(ctx, r, commandSwitch(r.Env.Config.NetPolEnableCommand))
 }
 
 // NetPolRetroWith runs the scenario above with enable turning enforcement
-// on, and judges it (JudgeNetPolRetro). The client is the no-mesh mode's.
+// on, and judges it (judgeNetPolRetro). The client is the no-mesh mode's.
 func NetPolRetroWith(ctx context.Context, r *spec.Run, enable EnforcementSwitch) (verdict.Measurement, error) {
 	m, err := scenario.ClusterOf(r)
 	if err != nil {
@@ -165,7 +166,7 @@ func NetPolRetroWith(ctx context.Context, r *spec.Run, enable EnforcementSwitch)
 	r.Touch(t.Namespace)
 	c := scenario.InMeshOf(r, mode.None)
 	echo := fixtures.NetpolRetroEcho(t, img)
-	before, err := RunningEcho(ctx, r, fixtures.NetpolRetroNS(run), echo)
+	before, err := steps.RunningEcho(ctx, r, fixtures.NetpolRetroNS(run), echo)
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
@@ -186,7 +187,7 @@ func NetPolRetroWith(ctx context.Context, r *spec.Run, enable EnforcementSwitch)
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
-	again, recreated, err := KeptAndRestarted(ctx, r, t.Namespace, echo.Name, before, "the pod that ran before enforcement")
+	again, recreated, err := steps.KeptAndRestarted(ctx, r, t.Namespace, echo.Name, before, "the pod that ran before enforcement")
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
@@ -208,7 +209,7 @@ func NetPolRetroWith(ctx context.Context, r *spec.Run, enable EnforcementSwitch)
 		return verdict.Measurement{}, err
 	}
 	restored := scenario.PositiveControl(ctx, r, c, podURL(recreated))
-	got, err := JudgeNetPolRetro(RetroReadings{Switch: switched, Before: before, Again: again, Recreated: recreated, Old: old, New: fresh, Restored: restored})
+	got, err := judgeNetPolRetro(retroReadings{Switch: switched, Before: before, Again: again, Recreated: recreated, Old: old, New: fresh, Restored: restored})
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
@@ -258,8 +259,8 @@ func awaitResolved(ctx context.Context, r *spec.Run, np *networkingv1.NetworkPol
 	return err
 }
 
-// RetroReadings are what the scenario observed.
-type RetroReadings struct {
+// retroReadings are what the scenario observed.
+type retroReadings struct {
 	Switch    string       // what turned enforcement on, and what was seen
 	Before    *corev1.Pod  // echo's pod, running before the switch
 	Again     *corev1.Pod  // the same pod read again after its probe
@@ -271,7 +272,7 @@ type RetroReadings struct {
 	Restored error
 }
 
-// JudgeNetPolRetro: verified (not retroactive) when the pod that ran
+// judgeNetPolRetro: verified (not retroactive) when the pod that ran
 // before enforcement still answered 8080 under a policy allowing only
 // 9999, and the pod created after it was blocked; retroactive when both
 // were blocked. The rest leaves nothing to show and fails the measurement:
@@ -281,7 +282,7 @@ type RetroReadings struct {
 // from a broken pod), the old pod replaced before it was read again, or an
 // outcome that is neither an answer nor a block. Every outcome and error
 // carries what was seen.
-func JudgeNetPolRetro(x RetroReadings) (verdict.Measurement, error) {
+func judgeNetPolRetro(x retroReadings) (verdict.Measurement, error) {
 	detail := fmt.Sprintf("%s; policy %s (ingress TCP %d only) on app=%s: pod %s (running before enforcement) -> 8080 %s %s; pod %s (recreated by rollout restart) -> 8080 %s %s",
 		x.Switch, fixtures.NetpolPortOnly9999, fixtures.NetpolRetroPort, fixtures.EchoName,
 		x.Before.Name, x.Old.Outcome, x.Old.Detail, x.Recreated.Name, x.New.Outcome, x.New.Detail)
@@ -306,7 +307,7 @@ func JudgeNetPolRetro(x RetroReadings) (verdict.Measurement, error) {
 	if oldBlocked {
 		return verdict.Measurement{Outcome: NetpolRetroactive, Detail: detail}, nil
 	}
-	return verdict.Measurement{Outcome: NetpolNotRetroactive, Detail: detail}, nil
+	return verdict.Measurement{Outcome: netpolNotRetroactive, Detail: detail}, nil
 }
 
 // blockedOrAnswered reads a probe under the policy: a 200 answered; a
