@@ -95,7 +95,7 @@ func RolloutLoad(ctx context.Context, r *spec.Run, m mode.Mode, h fixtures.Harde
 			return nil, err
 		}
 		if h.Any() {
-			if err := harden(ctx, r, m, h); err != nil {
+			if err := Harden(ctx, r, m, h); err != nil {
 				return nil, err
 			}
 		}
@@ -296,9 +296,9 @@ func underLoad(ctx context.Context, r *spec.Run, c probe.Client, name string, s 
 	return res, nil
 }
 
-// harden patches mode m's echo with h for the rest of the spec and waits
+// Harden patches mode m's echo with h for the rest of the spec and waits
 // for the rollout; the unhardened echo is restored afterwards.
-func harden(ctx context.Context, r *spec.Run, m mode.Mode, h fixtures.Hardening) error {
+func Harden(ctx context.Context, r *spec.Run, m mode.Mode, h fixtures.Hardening) error {
 	mesh, err := scenario.ClusterOf(r)
 	if err != nil {
 		return err

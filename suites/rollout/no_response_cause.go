@@ -24,6 +24,6 @@ var _ = spec.Declare(spec.Def{
 		if err != nil {
 			return verdict.Measurement{}, err
 		}
-		return steps.NoResponseCauses(res.Load), nil
+		return noResponseCauses(res.Load), nil
 	},
 })

@@ -5,7 +5,6 @@ import (
 
 	"github.com/meshclaims/meshclaims/fixtures"
 	"github.com/meshclaims/meshclaims/framework/spec"
-	"github.com/meshclaims/meshclaims/framework/steps"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
 
@@ -19,10 +18,10 @@ var _ = spec.Declare(spec.Def{
 	Area:     "rollout",
 	Scenario: "echo with the drain annotation rolled out; each pod's istio-proxy PROXY_CONFIG and EXIT_ON_ZERO_ACTIVE_CONNECTIONS",
 	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
-		pods, err := steps.HardenedEchoPods(ctx, r, r.Mode, fixtures.Hardening{SidecarDrain: true})
+		pods, err := hardenedEchoPods(ctx, r, r.Mode, fixtures.Hardening{SidecarDrain: true})
 		if err != nil {
 			return verdict.Measurement{}, err
 		}
-		return steps.DrainSettings(pods)
+		return drainSettings(pods)
 	},
 })

@@ -2,7 +2,6 @@ package rollout
 
 import (
 	"github.com/meshclaims/meshclaims/framework/spec"
-	"github.com/meshclaims/meshclaims/framework/steps"
 )
 
 // Policy: echo hardened with the sidecar drain annotation only. Scenario:
@@ -13,5 +12,5 @@ var _ = spec.Declare(spec.Def{
 	Claim:    "rollout.sidecar-exit-on-zero",
 	Area:     "rollout",
 	Scenario: "echo with the drain annotation; one idle pod deleted; istio-proxy's finish against the delete",
-	Measure:  steps.SidecarExitOnZero,
+	Measure:  sidecarExitOnZero,
 })

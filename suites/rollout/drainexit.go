@@ -1,4 +1,4 @@
-package steps
+package rollout
 
 import (
 	"context"
@@ -13,66 +13,67 @@ import (
 	"github.com/meshclaims/meshclaims/fixtures"
 	"github.com/meshclaims/meshclaims/framework/scenario"
 	"github.com/meshclaims/meshclaims/framework/spec"
+	"github.com/meshclaims/meshclaims/framework/steps"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
 
-// EarlyExit is how long before the 30 s terminationDrainDuration the proxy
+// earlyExit is how long before the 30 s terminationDrainDuration the proxy
 // must have exited for "exited once its connections reached zero": pilot-
 // agent with EXIT_ON_ZERO_ACTIVE_CONNECTIONS waits minDrainDuration (5 s by
 // default) and then polls Envoy's listener downstream_cx_active each second
 // (istio pkg/envoy/agent.go); without it, it waits the whole drain. An exit
 // within 20 s of the delete leaves 10 s, more than the kubelet's 1 s
 // resolution of the times and the few seconds it takes to signal the proxy.
-const EarlyExit = 20 * time.Second
+const earlyExit = 20 * time.Second
 
-// ProxyExit is when an idle pod's istio-proxy exited after its delete.
-type ProxyExit struct {
+// proxyExit is when an idle pod's istio-proxy exited after its delete.
+type proxyExit struct {
 	Pod       string
 	Requested time.Time     // the delete: deletionTimestamp minus the grace period
 	Finished  time.Time     // istio-proxy's terminated.finishedAt
 	After     time.Duration // Finished - Requested
 }
 
-// ProxyExitOf reads the last state of a deleted pod (its final status as
+// proxyExitOf reads the last state of a deleted pod (its final status as
 // the kubelet wrote it before the pod went): the delete time and
 // istio-proxy's finish. A pod not being deleted, or whose proxy has not
 // terminated, is an error naming what is missing.
-func ProxyExitOf(p *corev1.Pod) (ProxyExit, error) {
-	e := ProxyExit{Pod: p.Name}
+func proxyExitOf(p *corev1.Pod) (proxyExit, error) {
+	e := proxyExit{Pod: p.Name}
 	if p.DeletionTimestamp == nil || p.DeletionGracePeriodSeconds == nil {
 		return e, fmt.Errorf("pod %s: no deletionTimestamp and grace period, it was not being deleted", p.Name)
 	}
 	e.Requested = p.DeletionTimestamp.Add(-time.Duration(*p.DeletionGracePeriodSeconds) * time.Second)
 	for _, s := range append(append([]corev1.ContainerStatus{}, p.Status.ContainerStatuses...), p.Status.InitContainerStatuses...) {
-		if s.Name != ProxyContainer {
+		if s.Name != steps.ProxyContainer {
 			continue
 		}
 		if s.State.Terminated == nil {
-			return e, fmt.Errorf("pod %s: %s has not terminated in the last state seen", p.Name, ProxyContainer)
+			return e, fmt.Errorf("pod %s: %s has not terminated in the last state seen", p.Name, steps.ProxyContainer)
 		}
 		e.Finished = s.State.Terminated.FinishedAt.Time
 		e.After = e.Finished.Sub(e.Requested)
 		return e, nil
 	}
-	return e, fmt.Errorf("pod %s has no %s status: it was not injected", p.Name, ProxyContainer)
+	return e, fmt.Errorf("pod %s has no %s status: it was not injected", p.Name, steps.ProxyContainer)
 }
 
-// JudgeProxyExit: verified when the proxy exited within EarlyExit of the
+// judgeProxyExit: verified when the proxy exited within earlyExit of the
 // delete, well before the drain duration; otherwise not verified.
-func JudgeProxyExit(e ProxyExit) verdict.Measurement {
+func judgeProxyExit(e proxyExit) verdict.Measurement {
 	out := "verified"
-	if e.After > EarlyExit {
+	if e.After > earlyExit {
 		out = "not verified"
 	}
 	return verdict.Measurement{Outcome: out,
-		Detail: fmt.Sprintf("%s: istio-proxy exited %s after the delete (drain %s, early means within %s)", e.Pod, e.After.Round(time.Second), fixtures.SidecarDrainDuration, EarlyExit),
+		Detail: fmt.Sprintf("%s: istio-proxy exited %s after the delete (drain %s, early means within %s)", e.Pod, e.After.Round(time.Second), fixtures.SidecarDrainDuration, earlyExit),
 		Extra:  map[string]float64{"proxy_exit_s": e.After.Seconds()}}
 }
 
-// DeleteAndWatch deletes pod name in ns (a guarded write) while watching it,
+// deleteAndWatch deletes pod name in ns (a guarded write) while watching it,
 // and returns its last state before it went, waiting at most timeout for it
 // to go. The watch starts before the delete so no status is missed.
-func DeleteAndWatch(ctx context.Context, r *spec.Run, ns, name string, timeout time.Duration) (*corev1.Pod, error) {
+func deleteAndWatch(ctx context.Context, r *spec.Run, ns, name string, timeout time.Duration) (*corev1.Pod, error) {
 	m, err := scenario.ClusterOf(r)
 	if err != nil {
 		return nil, err
@@ -111,32 +112,32 @@ func DeleteAndWatch(ctx context.Context, r *spec.Run, ns, name string, timeout t
 	}
 }
 
-// SidecarExitOnZero hardens echo with the drain annotation only, deletes
+// sidecarExitOnZero hardens echo with the drain annotation only, deletes
 // one of its new (idle: no load runs) pods and judges when its proxy exited.
-func SidecarExitOnZero(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
-	pods, err := HardenedEchoPods(ctx, r, r.Mode, fixtures.Hardening{SidecarDrain: true})
+func sidecarExitOnZero(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
+	pods, err := hardenedEchoPods(ctx, r, r.Mode, fixtures.Hardening{SidecarDrain: true})
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
 	if len(pods) == 0 {
 		return verdict.Measurement{}, fmt.Errorf("no echo pod after hardening")
 	}
-	settings, err := DrainSettings(pods[:1])
+	settings, err := drainSettings(pods[:1])
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
 	if settings.Outcome != "verified" {
 		return verdict.Measurement{Unmet: "drain settings: " + settings.Detail}, nil
 	}
-	last, err := DeleteAndWatch(ctx, r, r.Namespace(), pods[0].Name, r.Env.Config.Timeouts.Quiet)
+	last, err := deleteAndWatch(ctx, r, r.Namespace(), pods[0].Name, r.Env.Config.Timeouts.Quiet)
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
-	e, err := ProxyExitOf(last)
+	e, err := proxyExitOf(last)
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
-	got := JudgeProxyExit(e)
+	got := judgeProxyExit(e)
 	r.Logf("%s", got.Detail)
 	return got, nil
 }

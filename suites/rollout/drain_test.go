@@ -1,4 +1,4 @@
-package steps
+package rollout
 
 import (
 	"strings"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/meshclaims/meshclaims/framework/claims/claimstest"
 	"github.com/meshclaims/meshclaims/framework/mode"
+	"github.com/meshclaims/meshclaims/framework/steps"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
 
@@ -25,13 +26,13 @@ func injected(name, proxyConfig string, metadata map[string]string, native bool)
 		{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
 	}
 	if proxyConfig != "" {
-		env = append(env, corev1.EnvVar{Name: EnvProxyConfig, Value: proxyConfig + "\n"})
+		env = append(env, corev1.EnvVar{Name: envProxyConfig, Value: proxyConfig + "\n"})
 	}
 	env = append(env, corev1.EnvVar{Name: "ISTIO_META_APP_CONTAINERS", Value: "echo"})
 	for k, v := range metadata {
 		env = append(env, corev1.EnvVar{Name: k, Value: v})
 	}
-	proxy := corev1.Container{Name: ProxyContainer, Args: []string{"proxy", "sidecar"}, Env: env}
+	proxy := corev1.Container{Name: steps.ProxyContainer, Args: []string{"proxy", "sidecar"}, Env: env}
 	p := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	p.Spec.Containers = []corev1.Container{{Name: "echo"}}
 	p.Spec.InitContainers = []corev1.Container{{Name: "istio-init"}}
@@ -47,7 +48,7 @@ func injected(name, proxyConfig string, metadata map[string]string, native bool)
 
 func TestDrainSettings(t *testing.T) {
 	c := claimstest.Claim(t, "rollout.sidecar-drain-settings")
-	exit := map[string]string{EnvExitOnZero: "true"}
+	exit := map[string]string{envExitOnZero: "true"}
 	// protojson of the annotation's ProxyConfig: proxyMetadata (field 24)
 	// before terminationDrainDuration (field 29).
 	hardened := `{"proxyMetadata":{"EXIT_ON_ZERO_ACTIVE_CONNECTIONS":"true"},"terminationDrainDuration":"30s"}`
@@ -66,7 +67,7 @@ func TestDrainSettings(t *testing.T) {
 		{"another drain duration", []corev1.Pod{injected("echo-a", `{"terminationDrainDuration":"5s"}`, exit, true)}, verdict.NotReproduced},
 	}
 	for _, k := range cases {
-		got, err := DrainSettings(k.pods)
+		got, err := drainSettings(k.pods)
 		if err != nil {
 			t.Fatalf("%s: %v", k.name, err)
 		}
@@ -74,19 +75,19 @@ func TestDrainSettings(t *testing.T) {
 			t.Errorf("%s: %s (%s), want %s", k.name, v.Result, v.Reason, k.want)
 		}
 	}
-	got, _ := DrainSettings([]corev1.Pod{injected("echo-a", hardened, exit, true)})
+	got, _ := drainSettings([]corev1.Pod{injected("echo-a", hardened, exit, true)})
 	if !strings.Contains(got.Detail, `echo-a: terminationDrainDuration="30s" EXIT_ON_ZERO_ACTIVE_CONNECTIONS="true"`) {
 		t.Errorf("detail %q", got.Detail)
 	}
 	// Broken measurements: nothing injected, nothing to read, bad JSON.
 	plain := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "echo-plain"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "echo"}}}}
-	if _, err := DrainSettings([]corev1.Pod{plain}); err == nil || !strings.Contains(err.Error(), "echo-plain has no istio-proxy") {
+	if _, err := drainSettings([]corev1.Pod{plain}); err == nil || !strings.Contains(err.Error(), "echo-plain has no istio-proxy") {
 		t.Errorf("no proxy: %v", err)
 	}
-	if _, err := DrainSettings(nil); err == nil {
+	if _, err := drainSettings(nil); err == nil {
 		t.Error("no pods judged")
 	}
-	if _, err := DrainSettings([]corev1.Pod{injected("echo-x", "terminationDrainDuration: 30s", exit, true)}); err == nil || !strings.Contains(err.Error(), "echo-x") {
+	if _, err := drainSettings([]corev1.Pod{injected("echo-x", "terminationDrainDuration: 30s", exit, true)}); err == nil || !strings.Contains(err.Error(), "echo-x") {
 		t.Errorf("YAML in PROXY_CONFIG: %v", err)
 	}
 }

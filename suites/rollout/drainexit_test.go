@@ -1,4 +1,4 @@
-package steps
+package rollout
 
 import (
 	"strings"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/meshclaims/meshclaims/framework/claims/claimstest"
 	"github.com/meshclaims/meshclaims/framework/mode"
+	"github.com/meshclaims/meshclaims/framework/steps"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
 
@@ -30,7 +31,7 @@ func deleted(name string, del time.Time, proxyAfter time.Duration) *corev1.Pod {
 		Status: corev1.PodStatus{
 			Phase:                 corev1.PodSucceeded,
 			ContainerStatuses:     []corev1.ContainerStatus{{Name: "echo", State: term(time.Second, 0)}},
-			InitContainerStatuses: []corev1.ContainerStatus{{Name: "istio-init", State: term(-time.Hour+time.Second, 0)}, {Name: ProxyContainer, State: term(proxyAfter, 0)}},
+			InitContainerStatuses: []corev1.ContainerStatus{{Name: "istio-init", State: term(-time.Hour+time.Second, 0)}, {Name: steps.ProxyContainer, State: term(proxyAfter, 0)}},
 		},
 	}
 }
@@ -50,11 +51,11 @@ func TestProxyExit(t *testing.T) {
 		{"half-way", 21 * time.Second, verdict.NotReproduced},
 	}
 	for _, k := range cases {
-		e, err := ProxyExitOf(deleted("echo-5f7c9d8b6-q8w2n", del, k.after))
+		e, err := proxyExitOf(deleted("echo-5f7c9d8b6-q8w2n", del, k.after))
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := JudgeProxyExit(e)
+		got := judgeProxyExit(e)
 		if v := verdict.Judge(c, mode.Sidecar, got); v.Result != k.want {
 			t.Errorf("%s: %s (%s), want %s", k.name, v.Result, v.Reason, k.want)
 		}
@@ -71,7 +72,7 @@ func TestProxyExit(t *testing.T) {
 	plain := deleted("echo-c", del, time.Second)
 	plain.Status.InitContainerStatuses = plain.Status.InitContainerStatuses[:1]
 	for pod, want := range map[*corev1.Pod]string{live: "not being deleted", running: "has not terminated", plain: "not injected"} {
-		if _, err := ProxyExitOf(pod); err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), pod.Name) {
+		if _, err := proxyExitOf(pod); err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), pod.Name) {
 			t.Errorf("%s: %v, want %q", pod.Name, err, want)
 		}
 	}

@@ -1,4 +1,4 @@
-package steps
+package rollout
 
 import (
 	"fmt"
@@ -8,13 +8,13 @@ import (
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
 
-// NoResponseCauses is rollout.no-response-cause's measurement of a load:
+// noResponseCauses is rollout.no-response-cause's measurement of a load:
 // the run's -1s counted per cause the client's own log gives for each
 // (reset, eof, timeout, refused, other; unattributed when no line explains
 // one), with the -1 count of all requests beside them. fortio's silent
 // dead-socket retries (a reused connection found closed, retried on a new
 // one) are recorded apart: they are not -1s.
-func NoResponseCauses(run *load.Run) verdict.Measurement {
+func noResponseCauses(run *load.Run) verdict.Measurement {
 	m := verdict.Measurement{
 		Total:       verdict.Int64(run.Result.Requests()),
 		NoResponse:  verdict.Int64(run.SocketErrors()),

@@ -1,4 +1,4 @@
-package steps
+package rollout
 
 import (
 	"context"
@@ -71,7 +71,7 @@ func TestNoResponseCausesJudgedOnRealSocketErrors(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := NoResponseCauses(run)
+			got := noResponseCauses(run)
 			if d := verdict.Dominant(got.Attribution); d != tc.dominant {
 				t.Fatalf("dominant cause %q, want %q (%v; %s)", d, tc.dominant, got.Attribution, got.Detail)
 			}
