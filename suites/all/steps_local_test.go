@@ -20,6 +20,7 @@ import (
 	"github.com/meshclaims/meshclaims/suites/kubeproxy"
 	"github.com/meshclaims/meshclaims/suites/l7"
 	"github.com/meshclaims/meshclaims/suites/netpol"
+	"github.com/meshclaims/meshclaims/suites/resources"
 )
 
 // TestStepsOnLocalCluster drives the scenario steps that only the Istio
@@ -123,7 +124,7 @@ func TestStepsOnLocalCluster(t *testing.T) {
 	})
 	t.Run("proxy usage reads the kubelets", func(t *testing.T) {
 		r := run(t, "resources.budget-model")
-		u, err := steps.ProxyUsage(ctx, r)
+		u, err := resources.ProxyUsage(ctx, r)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -152,15 +153,15 @@ func TestStepsOnLocalCluster(t *testing.T) {
 		}
 		done := make(chan struct{})
 		start := time.Now()
-		stop := time.AfterFunc(steps.FootprintFloor, func() { close(done) })
+		stop := time.AfterFunc(resources.FootprintFloor, func() { close(done) })
 		defer stop.Stop()
-		samples, err := steps.SampleUntil(ctx, read, s.Env.Config.Timeouts.SummaryPoll, done)
+		samples, err := resources.SampleUntil(ctx, read, s.Env.Config.Timeouts.SummaryPoll, done)
 		if err != nil {
 			t.Fatal(err)
 		}
 		u, err := kubeletstats.Window(samples, start, time.Now())
 		if err != nil {
-			t.Fatalf("%s over %s: %v", ref, steps.FootprintFloor, err)
+			t.Fatalf("%s over %s: %v", ref, resources.FootprintFloor, err)
 		}
 		if u.WorkingSetMiB <= 0 || u.VCPU < 0 {
 			t.Fatalf("%s: %+v", ref, u)

@@ -9,7 +9,6 @@ import (
 
 	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/spec"
-	"github.com/meshclaims/meshclaims/framework/steps"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
 
@@ -30,7 +29,7 @@ var _ = spec.Declare(spec.Def{
 	Area:     "resources",
 	Scenario: "REVIEW's budget model with measured proxy working sets as its inputs",
 	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
-		u, err := steps.ProxyUsage(ctx, r)
+		u, err := ProxyUsage(ctx, r)
 		if err != nil {
 			return verdict.Measurement{}, err
 		}

@@ -2,7 +2,6 @@ package resources
 
 import (
 	"github.com/meshclaims/meshclaims/framework/spec"
-	"github.com/meshclaims/meshclaims/framework/steps"
 )
 
 // Scenario: the claim's load (1,000 qps) from the mode's in-mesh client to
@@ -16,5 +15,5 @@ var _ = spec.Declare(spec.Def{
 	Area:     "resources",
 	Scenario: "1,000 qps x 16 connections through the mode's proxy, its working set and CPU from the kubelet's Summary API during the load",
 	Slow:     true,
-	Measure:  steps.ProxyFootprint,
+	Measure:  proxyFootprint,
 })

@@ -1,4 +1,4 @@
-package steps
+package resources
 
 import (
 	"context"
@@ -15,8 +15,8 @@ import (
 	"github.com/meshclaims/meshclaims/framework/spec"
 )
 
-// IstioNamespace is where the ztunnel DaemonSet runs (framework/istio's default).
-const IstioNamespace = "istio-system"
+// istioNamespace is where the ztunnel DaemonSet runs (framework/istio's default).
+const istioNamespace = "istio-system"
 
 // Proxy container and pod labels as Istio names them: the injected sidecar,
 // the waypoint's Envoy and ztunnel's container are all called istio-proxy;
@@ -27,18 +27,18 @@ const (
 	ztunnelApp     = "ztunnel"
 )
 
-// ProxyKind says which of mode m's own proxies a container is: "sidecar"
+// proxyKind says which of mode m's own proxies a container is: "sidecar"
 // (an istio-proxy in a workload pod of namespace ns, sidecar mode),
 // "waypoint" (ns's waypoint, ambient-l7), "ztunnel" (ambient modes), or ""
 // for anything else: gateways (the ingress gateway is an istio-proxy too),
 // other namespaces' sidecars and waypoints, workload containers.
-func ProxyKind(m mode.Mode, ns string, pod *corev1.Pod, container string) string {
+func proxyKind(m mode.Mode, ns string, pod *corev1.Pod, container string) string {
 	if pod == nil {
 		return ""
 	}
 	gateway := pod.Labels[scenario.LabelGatewayName]
 	switch {
-	case m.Ambient() && pod.Namespace == IstioNamespace && pod.Labels[fixtures.LabelApp] == ztunnelApp:
+	case m.Ambient() && pod.Namespace == istioNamespace && pod.Labels[fixtures.LabelApp] == ztunnelApp:
 		return "ztunnel"
 	case pod.Namespace != ns || container != proxyContainer:
 		return ""
@@ -50,17 +50,17 @@ func ProxyKind(m mode.Mode, ns string, pod *corev1.Pod, container string) string
 	return ""
 }
 
-// TallyProxies adds up working-set memory (MB) and CPU (vCPU) of mode m's
+// tallyProxies adds up working-set memory (MB) and CPU (vCPU) of mode m's
 // own proxies in namespace ns from kubelet summaries; pods are the API's
 // view (labels), keyed "namespace/name". A summary pod the API does not
 // know (gone since) is not counted.
-func TallyProxies(m mode.Mode, ns string, summaries []*statsv1alpha1.Summary, pods map[string]*corev1.Pod) map[string]float64 {
+func tallyProxies(m mode.Mode, ns string, summaries []*statsv1alpha1.Summary, pods map[string]*corev1.Pod) map[string]float64 {
 	out := map[string]float64{}
 	for _, s := range summaries {
 		for _, p := range s.Pods {
 			pod := pods[p.PodRef.Namespace+"/"+p.PodRef.Name]
 			for _, c := range p.Containers {
-				kind := ProxyKind(m, ns, pod, c.Name)
+				kind := proxyKind(m, ns, pod, c.Name)
 				if kind == "" {
 					continue
 				}
@@ -80,14 +80,14 @@ func TallyProxies(m mode.Mode, ns string, summaries []*statsv1alpha1.Summary, po
 // ProxyUsage measures what REVIEW asked for instead of the budget model:
 // the working-set memory (MB) and CPU (vCPU) of the run's mode's own
 // proxies, from each node's kubelet summary API: sidecars of the mode's
-// namespace, its waypoint, and the ztunnels (ProxyKind).
+// namespace, its waypoint, and the ztunnels (proxyKind).
 func ProxyUsage(ctx context.Context, r *spec.Run) (map[string]float64, error) {
 	m, err := scenario.ClusterOf(r)
 	if err != nil {
 		return nil, err
 	}
 	pods := map[string]*corev1.Pod{}
-	for _, ns := range []string{r.Namespace(), IstioNamespace} {
+	for _, ns := range []string{r.Namespace(), istioNamespace} {
 		list, err := m.Kube.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return nil, fmt.Errorf("pods of %s: %w", ns, err)
@@ -109,7 +109,7 @@ func ProxyUsage(ctx context.Context, r *spec.Run) (map[string]float64, error) {
 		}
 		summaries = append(summaries, s)
 	}
-	out := TallyProxies(r.Mode, r.Namespace(), summaries, pods)
+	out := tallyProxies(r.Mode, r.Namespace(), summaries, pods)
 	r.Logf("measured proxy usage of mode %s: %v", r.Mode, out)
 	return out, nil
 }

@@ -1,4 +1,4 @@
-package steps
+package resources
 
 import (
 	"fmt"
@@ -100,7 +100,7 @@ func TestTallyProxiesCountsTheModesOwn(t *testing.T) {
 		{mode.None, map[string]float64{}},
 	}
 	for _, c := range cases {
-		got := TallyProxies(c.m, c.m.Namespace(), []*statsv1alpha1.Summary{s}, apiPods())
+		got := tallyProxies(c.m, c.m.Namespace(), []*statsv1alpha1.Summary{s}, apiPods())
 		if len(got) != len(c.want) {
 			t.Errorf("%s: %v, want %v", c.m, got, c.want)
 			continue
@@ -113,7 +113,7 @@ func TestTallyProxiesCountsTheModesOwn(t *testing.T) {
 	}
 	// Negative control: without the API's labels (pods unknown) nothing is
 	// taken for a proxy on its container name alone.
-	if got := TallyProxies(mode.Sidecar, mode.Sidecar.Namespace(), []*statsv1alpha1.Summary{s}, nil); len(got) != 0 {
+	if got := tallyProxies(mode.Sidecar, mode.Sidecar.Namespace(), []*statsv1alpha1.Summary{s}, nil); len(got) != 0 {
 		t.Errorf("counted without pod labels: %v", got)
 	}
 }

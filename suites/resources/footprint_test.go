@@ -1,4 +1,4 @@
-package steps
+package resources
 
 import (
 	"context"
@@ -39,7 +39,7 @@ func injectedClient() *corev1.Pod {
 }
 
 func ztunnelPod(name string, containers ...string) corev1.Pod {
-	p := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: IstioNamespace, Name: name, Labels: map[string]string{"app": "ztunnel"}},
+	p := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: istioNamespace, Name: name, Labels: map[string]string{"app": "ztunnel"}},
 		Spec: corev1.PodSpec{NodeName: "meshclaims-local"}}
 	for _, c := range containers {
 		p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: c, Image: "docker.io/istio/ztunnel:1.30.2"})
@@ -49,12 +49,12 @@ func ztunnelPod(name string, containers ...string) corev1.Pod {
 
 func TestFootprintProxy(t *testing.T) {
 	client := injectedClient()
-	p, ref, err := FootprintProxy(mode.Sidecar, client, nil)
+	p, ref, err := footprintProxy(mode.Sidecar, client, nil)
 	if err != nil || p != client || ref != (kubeletstats.ContainerRef{Namespace: "meshclaims-sidecar", Pod: "fortio-client-7d5c9b8f64-q2wzt", Container: "istio-proxy"}) {
 		t.Errorf("sidecar: %v %v", ref, err)
 	}
-	_, ref, err = FootprintProxy(mode.AmbientL4, client, []corev1.Pod{ztunnelPod("ztunnel-x7k2p", "istio-proxy")})
-	if err != nil || ref != (kubeletstats.ContainerRef{Namespace: IstioNamespace, Pod: "ztunnel-x7k2p", Container: "istio-proxy"}) {
+	_, ref, err = footprintProxy(mode.AmbientL4, client, []corev1.Pod{ztunnelPod("ztunnel-x7k2p", "istio-proxy")})
+	if err != nil || ref != (kubeletstats.ContainerRef{Namespace: istioNamespace, Pod: "ztunnel-x7k2p", Container: "istio-proxy"}) {
 		t.Errorf("ambient-l4: %v %v", ref, err)
 	}
 	// Negative controls: an uninjected client (no proxy container), no or
@@ -74,7 +74,7 @@ func TestFootprintProxy(t *testing.T) {
 		"renamed":       {mode.AmbientL4, client, []corev1.Pod{ztunnelPod("ztunnel-x7k2p", "ztunnel")}, `pod istio-system/ztunnel-x7k2p has no container "istio-proxy" (containers: ztunnel)`},
 		"waypoint mode": {mode.AmbientL7, client, nil, "mode ambient-l7 has no per-proxy footprint claim; accepted: sidecar, ambient-l4"},
 	} {
-		if _, _, err := FootprintProxy(c.m, c.client, c.ztunnels); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, _, err := footprintProxy(c.m, c.client, c.ztunnels); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want %q", name, err, c.want)
 		}
 	}
@@ -83,7 +83,7 @@ func TestFootprintProxy(t *testing.T) {
 func TestFootprintCaveats(t *testing.T) {
 	proxy := &injectedClient().Spec.InitContainers[0]
 	upstream := "proxy upstream-envoy: localhost/istio/proxyv2:1.30.3-dev, Envoy 0ebfcfe5/1.38.3/Modified/RELEASE/BoringSSL; istiod: x"
-	got := strings.Join(FootprintCaveats(mode.Sidecar, upstream, "10m", proxy), "; ")
+	got := strings.Join(footprintCaveats(mode.Sidecar, upstream, "10m", proxy), "; ")
 	for _, want := range []string{"not istio-proxy's Envoy build", "container istio-proxy requests cpu 10m, the provider's lowered request"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("caveats %q lack %q", got, want)
@@ -94,20 +94,20 @@ func TestFootprintCaveats(t *testing.T) {
 	release := "proxy istio-proxy: docker.io/istio/proxyv2:1.30.2, Envoy abc; istiod: x"
 	withChart := proxy.DeepCopy()
 	withChart.Resources = resources("100m", "128Mi", "2", "1Gi")
-	if got := FootprintCaveats(mode.Sidecar, release, "", withChart); len(got) != 0 {
+	if got := footprintCaveats(mode.Sidecar, release, "", withChart); len(got) != 0 {
 		t.Errorf("release proxy: %q", got)
 	}
-	if got := FootprintCaveats(mode.AmbientL4, upstream, "10m", withChart); len(got) != 0 {
+	if got := footprintCaveats(mode.AmbientL4, upstream, "10m", withChart); len(got) != 0 {
 		t.Errorf("ztunnel: %q", got)
 	}
 }
 
 func TestDescribeResources(t *testing.T) {
 	c := injectedClient().Spec.InitContainers[0]
-	if got := DescribeResources(&c); got != "requests cpu 10m, memory 128Mi; limits cpu 2, memory 1Gi" {
+	if got := describeResources(&c); got != "requests cpu 10m, memory 128Mi; limits cpu 2, memory 1Gi" {
 		t.Errorf("%q", got)
 	}
-	if got := DescribeResources(&corev1.Container{}); got != "requests none; limits none" {
+	if got := describeResources(&corev1.Container{}); got != "requests none; limits none" {
 		t.Errorf("%q", got)
 	}
 }
@@ -142,11 +142,11 @@ func TestSampleUntil(t *testing.T) {
 // as a proxy costing nothing; it needs no cluster.
 func TestProxyFootprintNoneHasNoProxy(t *testing.T) {
 	r := spec.NewRun(&claims.Claim{ID: "resources.proxy-footprint"}, mode.None, &spec.Env{}, nil)
-	got, err := ProxyFootprint(context.Background(), r)
+	got, err := proxyFootprint(context.Background(), r)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Detail != NoProxy || got.Value != nil || got.VCPU != nil || got.AchievedQPS != nil || r.Setup() != NoProxy {
+	if got.Detail != noProxy || got.Value != nil || got.VCPU != nil || got.AchievedQPS != nil || r.Setup() != noProxy {
 		t.Errorf("%+v, setup %q", got, r.Setup())
 	}
 }
@@ -159,7 +159,7 @@ func TestZtunnelsByNode(t *testing.T) {
 	}
 	gone := on("ztunnel-old", "kind-worker")
 	gone.DeletionTimestamp = &metav1.Time{Time: time.Now()}
-	mine, others := ZtunnelsByNode([]corev1.Pod{on("ztunnel-c", "kind-worker2"), on("ztunnel-a", "kind-worker"), gone, on("ztunnel-b", "kind-control-plane")}, "kind-worker")
+	mine, others := ztunnelsByNode([]corev1.Pod{on("ztunnel-c", "kind-worker2"), on("ztunnel-a", "kind-worker"), gone, on("ztunnel-b", "kind-control-plane")}, "kind-worker")
 	if len(mine) != 1 || mine[0].Name != "ztunnel-a" {
 		t.Errorf("client node's ztunnels: %v", mine)
 	}

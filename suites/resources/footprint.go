@@ -1,4 +1,4 @@
-package steps
+package resources
 
 import (
 	"context"
@@ -16,25 +16,26 @@ import (
 	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/scenario"
 	"github.com/meshclaims/meshclaims/framework/spec"
+	"github.com/meshclaims/meshclaims/framework/steps"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
 
-// NoProxy is what a footprint records in mode none: there is no proxy to
+// noProxy is what a footprint records in mode none: there is no proxy to
 // read, and a zero would read as a proxy that costs nothing.
-const NoProxy = "no proxy: mode none runs no sidecar and no ztunnel, so there is no proxy footprint to measure"
+const noProxy = "no proxy: mode none runs no sidecar and no ztunnel, so there is no proxy footprint to measure"
 
 // FootprintFloor is the shortest footprint load: the kubelet refreshes a
 // container's stats every 10-15 s, and CPU needs two of its readings inside
 // the load, so 45 s leaves at least three at the slowest refresh.
 const FootprintFloor = 45 * time.Second
 
-// FootprintProxy names the proxy container whose footprint mode m's load
+// footprintProxy names the proxy container whose footprint mode m's load
 // shows, given the in-mesh client pod that sends the load and the ztunnel
 // pods on that client's node: in sidecar mode the client's own sidecar
 // (every request of the load passes it, outbound), in ambient-l4 the
 // client node's ztunnel. A pod without the container, no ztunnel or more
 // than one on the node, or another mode is an error naming what was found.
-func FootprintProxy(m mode.Mode, client *corev1.Pod, ztunnels []corev1.Pod) (*corev1.Pod, kubeletstats.ContainerRef, error) {
+func footprintProxy(m mode.Mode, client *corev1.Pod, ztunnels []corev1.Pod) (*corev1.Pod, kubeletstats.ContainerRef, error) {
 	var p *corev1.Pod
 	switch m {
 	case mode.Sidecar:
@@ -74,9 +75,9 @@ func containerOf(p *corev1.Pod, name string) (*corev1.Container, error) {
 	return nil, fmt.Errorf("pod %s/%s has no container %q (containers: %s)", p.Namespace, p.Name, name, strings.Join(names, ", "))
 }
 
-// DescribeResources says what a container requested and may use, from its
+// describeResources says what a container requested and may use, from its
 // spec: the figures a footprint on a small node must be read beside.
-func DescribeResources(c *corev1.Container) string {
+func describeResources(c *corev1.Container) string {
 	q := func(l corev1.ResourceList) string {
 		var parts []string
 		for _, n := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
@@ -92,13 +93,13 @@ func DescribeResources(c *corev1.Container) string {
 	return fmt.Sprintf("requests %s; limits %s", q(c.Resources.Requests), q(c.Resources.Limits))
 }
 
-// FootprintCaveats says, beside the numbers, where this run's proxy is not
+// footprintCaveats says, beside the numbers, where this run's proxy is not
 // the one the documented figures describe: a sidecar that is upstream
 // Envoy rather than istio-proxy's Envoy build (proxyEnv is the run's
 // spec.Env.Proxy), and a CPU request the provider lowered for its small
 // node (providerCPURequest, fixtures.Images.CPURequest), which under
 // contention decides the proxy's CPU share.
-func FootprintCaveats(m mode.Mode, proxyEnv, providerCPURequest string, ctr *corev1.Container) []string {
+func footprintCaveats(m mode.Mode, proxyEnv, providerCPURequest string, ctr *corev1.Container) []string {
 	var out []string
 	if m == mode.Sidecar && strings.HasPrefix(proxyEnv, "proxy "+string(istio.ProxyUpstreamEnvoy)+":") {
 		out = append(out, "the sidecar is upstream Envoy (proxy kind "+string(istio.ProxyUpstreamEnvoy)+"), not istio-proxy's Envoy build: its memory and CPU are upstream Envoy's")
@@ -135,17 +136,17 @@ func SampleUntil(ctx context.Context, read func(context.Context) (kubeletstats.S
 	}
 }
 
-// ProxyFootprint runs the claim's load (1,000 qps) from the mode's in-mesh
+// proxyFootprint runs the claim's load (1,000 qps) from the mode's in-mesh
 // client against echo and reads, from the kubelet's Summary API, the
 // working set and CPU of the one proxy every request passes
-// (FootprintProxy) while the load runs. Only readings the kubelet took
+// (footprintProxy) while the load runs. Only readings the kubelet took
 // inside the load count (kubeletstats.Window). The result carries the
 // load's achieved qps, which the verdict needs (verdict.MinLoadShare), and
 // the setup says which proxy, its requests and limits, and the load.
-func ProxyFootprint(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
+func proxyFootprint(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
 	if r.Mode == mode.None {
-		r.SetSetup("%s", NoProxy)
-		return verdict.Measurement{Detail: NoProxy}, nil
+		r.SetSetup("%s", noProxy)
+		return verdict.Measurement{Detail: noProxy}, nil
 	}
 	m, err := scenario.ClusterOf(r)
 	if err != nil {
@@ -158,19 +159,19 @@ func ProxyFootprint(ctx context.Context, r *spec.Run) (verdict.Measurement, erro
 	}
 	var ztunnels, otherZtunnels []corev1.Pod
 	if r.Mode.Ambient() {
-		list, err := m.Kube.Client.CoreV1().Pods(IstioNamespace).List(ctx, metav1.ListOptions{
+		list, err := m.Kube.Client.CoreV1().Pods(istioNamespace).List(ctx, metav1.ListOptions{
 			LabelSelector: fixtures.LabelApp + "=" + ztunnelApp})
 		if err != nil {
 			return verdict.Measurement{}, fmt.Errorf("ztunnel pods: %w", err)
 		}
-		ztunnels, otherZtunnels = ZtunnelsByNode(list.Items, client.Spec.NodeName)
+		ztunnels, otherZtunnels = ztunnelsByNode(list.Items, client.Spec.NodeName)
 	}
-	proxy, ref, err := FootprintProxy(r.Mode, client, ztunnels)
+	proxy, ref, err := footprintProxy(r.Mode, client, ztunnels)
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
 	ctr, _ := containerOf(proxy, proxyContainer)
-	s, err := SetupLoad(r, scenario.EchoURL(r), FootprintFloor)
+	s, err := steps.SetupLoad(r, scenario.EchoURL(r), FootprintFloor)
 	if err != nil {
 		return verdict.Measurement{}, err
 	}
@@ -205,7 +206,7 @@ func ProxyFootprint(ctx context.Context, r *spec.Run) (verdict.Measurement, erro
 		others = append(others, sample(z.Spec.NodeName, kubeletstats.ContainerRef{Namespace: z.Namespace, Pod: z.Name, Container: proxyContainer}))
 	}
 	start := time.Now()
-	run, loadErr := Load(ctx, r, c, "footprint", s)
+	run, loadErr := steps.Load(ctx, r, c, "footprint", s)
 	end := time.Now()
 	close(done)
 	<-judged.finished
@@ -227,7 +228,7 @@ func ProxyFootprint(ctx context.Context, r *spec.Run) (verdict.Measurement, erro
 	r.Logf("footprint of %s: %.1f MiB (max %.1f), %.3f vCPU over %d kubelet readings (%s), at %.0f qps",
 		ref, u.WorkingSetMiB, u.MaxWorkingSetMiB, u.VCPU, u.Samples, u.To.Sub(u.From), qps)
 	setup := fmt.Sprintf("%s; proxy: container %s (image %s; %s) on node %s; %d kubelet readings over %s, read every %s",
-		DescribeLoad(r, s), ref, ctr.Image, DescribeResources(ctr), proxy.Spec.NodeName,
+		steps.DescribeLoad(r, s), ref, ctr.Image, describeResources(ctr), proxy.Spec.NodeName,
 		u.Samples, u.To.Sub(u.From).Round(time.Second), r.Env.Config.Timeouts.SummaryPoll)
 	extra := map[string]float64{
 		"working_set_max_mib": u.MaxWorkingSetMiB,
@@ -241,7 +242,7 @@ func ProxyFootprint(ctx context.Context, r *spec.Run) (verdict.Measurement, erro
 		r.Logf("%s", perNode)
 		setup += "; " + perNode
 	}
-	if cv := FootprintCaveats(r.Mode, r.Env.Proxy, m.Options.Images.CPURequest, ctr); len(cv) > 0 {
+	if cv := footprintCaveats(r.Mode, r.Env.Proxy, m.Options.Images.CPURequest, ctr); len(cv) > 0 {
 		setup += "; differs from the documented setup: " + strings.Join(cv, "; ")
 	}
 	r.SetSetup("%s", setup)
@@ -262,10 +263,10 @@ type nodeSamples struct {
 	finished chan struct{}
 }
 
-// ZtunnelsByNode splits the cluster's ztunnel pods into those on node (the
-// one FootprintProxy reads; more than one there is its error) and those on
+// ztunnelsByNode splits the cluster's ztunnel pods into those on node (the
+// one footprintProxy reads; more than one there is its error) and those on
 // every other node, sorted by node.
-func ZtunnelsByNode(all []corev1.Pod, node string) (on, others []corev1.Pod) {
+func ztunnelsByNode(all []corev1.Pod, node string) (on, others []corev1.Pod) {
 	for _, p := range all {
 		if p.DeletionTimestamp != nil {
 			continue
