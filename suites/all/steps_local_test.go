@@ -21,6 +21,7 @@ import (
 	"github.com/meshclaims/meshclaims/suites/l7"
 	"github.com/meshclaims/meshclaims/suites/netpol"
 	"github.com/meshclaims/meshclaims/suites/resources"
+	"github.com/meshclaims/meshclaims/suites/scale"
 )
 
 // TestStepsOnLocalCluster drives the scenario steps that only the Istio
@@ -109,15 +110,15 @@ func TestStepsOnLocalCluster(t *testing.T) {
 	})
 	t.Run("churn", func(t *testing.T) {
 		r := run(t, "scale.churn-stability")
-		quiet, churned, err := steps.ChurnRuns(ctx, r)
+		quiet, churned, err := scale.ChurnRuns(ctx, r)
 		if err != nil {
 			t.Fatal(err)
 		}
-		st := steps.Stability(quiet, churned)
+		st := scale.Stability(quiet, churned)
 		if st.Value == nil || st.Extra["quiet_qps"] <= 0 || st.Extra["churn_qps"] <= 0 {
 			t.Fatalf("stability %+v", st)
 		}
-		cores, counted, err := steps.NodeCores(ctx, r)
+		cores, counted, err := scale.NodeCores(ctx, r)
 		if err != nil || cores <= 0 || !strings.Contains(counted, "over 1 node(s)") {
 			t.Fatalf("cores %v (%s), %v", cores, counted, err)
 		}

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/meshclaims/meshclaims/framework/spec"
-	"github.com/meshclaims/meshclaims/framework/steps"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
 
@@ -22,15 +21,15 @@ var _ = spec.Declare(spec.Def{
 	Scenario: "saturating load on echo, quiet vs under churn (rescale every second, relabel every minute), after the same without a mesh as control",
 	Slow:     true,
 	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
-		quiet, churned, err := steps.ChurnRuns(ctx, r)
+		quiet, churned, err := ChurnRuns(ctx, r)
 		if err != nil {
 			return verdict.Measurement{}, err
 		}
-		noMeshQuiet, noMeshChurned, err := steps.ChurnControl(ctx, r)
+		noMeshQuiet, noMeshChurned, err := churnControl(ctx, r)
 		if err != nil {
 			return verdict.Measurement{}, err
 		}
-		return steps.StabilityWithControl(quiet, churned, noMeshQuiet, noMeshChurned), nil
+		return stabilityWithControl(quiet, churned, noMeshQuiet, noMeshChurned), nil
 	},
 })
 
@@ -43,11 +42,11 @@ var _ = spec.Declare(spec.Def{
 	Scenario: "queries per second per node CPU core under churn",
 	Slow:     true,
 	Measure: func(ctx context.Context, r *spec.Run) (verdict.Measurement, error) {
-		_, churned, err := steps.ChurnRuns(ctx, r)
+		_, churned, err := ChurnRuns(ctx, r)
 		if err != nil {
 			return verdict.Measurement{}, err
 		}
-		cores, counted, err := steps.NodeCores(ctx, r)
+		cores, counted, err := NodeCores(ctx, r)
 		if err != nil {
 			return verdict.Measurement{}, err
 		}

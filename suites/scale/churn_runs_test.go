@@ -1,4 +1,4 @@
-package steps
+package scale
 
 import (
 	"context"
@@ -11,7 +11,10 @@ import (
 
 	"github.com/meshclaims/meshclaims/fixtures"
 	"github.com/meshclaims/meshclaims/framework/apiserver"
+	"github.com/meshclaims/meshclaims/framework/claims/claimstest"
+	"github.com/meshclaims/meshclaims/framework/config"
 	"github.com/meshclaims/meshclaims/framework/mode"
+	"github.com/meshclaims/meshclaims/framework/spec"
 )
 
 // After the churn the canary versions are back at their base replicas and
@@ -27,7 +30,7 @@ func TestRestoreChurnOnServer(t *testing.T) {
 	m := mode.AmbientL7
 	nsObj := fixtures.Namespace(m, "t1")
 	nsObj.Name = "meshclaims-churn-restore"
-	nsObj.Labels[ChurnLabel] = "59" // as the churn leaves it
+	nsObj.Labels[churnLabel] = "59" // as the churn leaves it
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, nsObj, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +42,7 @@ func TestRestoreChurnOnServer(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := RestoreChurn(ctx, cs, ns, 1); err != nil {
+	if err := restoreChurn(ctx, cs, ns, 1); err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range churnedDeployments {
@@ -55,7 +58,7 @@ func TestRestoreChurnOnServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := got.Labels[ChurnLabel]; ok {
+	if _, ok := got.Labels[churnLabel]; ok {
 		t.Errorf("churn label still on the namespace: %v", got.Labels)
 	}
 	for k, v := range fixtures.ModeLabels(m) {
@@ -64,7 +67,7 @@ func TestRestoreChurnOnServer(t *testing.T) {
 		}
 	}
 	// A second restore is a no-op, not an error (the undo may run twice).
-	if err := RestoreChurn(ctx, cs, ns, 1); err != nil {
+	if err := restoreChurn(ctx, cs, ns, 1); err != nil {
 		t.Fatalf("second restore: %v", err)
 	}
 	// Negative control: a namespace without the canary Deployments is
@@ -73,7 +76,7 @@ func TestRestoreChurnOnServer(t *testing.T) {
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, empty, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := RestoreChurn(ctx, cs, empty.Name, 1); err == nil {
+	if err := restoreChurn(ctx, cs, empty.Name, 1); err == nil {
 		t.Fatal("restoring Deployments that do not exist succeeded")
 	}
 }
@@ -83,16 +86,29 @@ func TestRestoreChurnOnServer(t *testing.T) {
 // sum is the control.
 func TestCountCores(t *testing.T) {
 	kind := []float64{2, 2, 2}
-	if c, why, err := CountCores(kind, true); err != nil || c != 2 || !strings.Contains(why, "3 nodes are containers on one host") {
+	if c, why, err := countCores(kind, true); err != nil || c != 2 || !strings.Contains(why, "3 nodes are containers on one host") {
 		t.Errorf("kind's 3 nodes on a 2-core host: %v %q %v", c, why, err)
 	}
-	if c, why, err := CountCores(kind, false); err != nil || c != 6 || why != "6 cores over 3 node(s)" {
+	if c, why, err := countCores(kind, false); err != nil || c != 6 || why != "6 cores over 3 node(s)" {
 		t.Errorf("3 machines of 2 cores: %v %q %v", c, why, err)
 	}
-	if c, _, err := CountCores([]float64{2}, true); err != nil || c != 2 {
+	if c, _, err := countCores([]float64{2}, true); err != nil || c != 2 {
 		t.Errorf("one node: %v %v", c, err)
 	}
-	if _, _, err := CountCores([]float64{0, 0}, false); err == nil {
+	if _, _, err := countCores([]float64{0, 0}, false); err == nil {
 		t.Error("no capacity: no error")
+	}
+}
+
+// Both churn runs ask fortio for a 10 µs histogram or finer, since their
+// P50s are compared (issue 9: they ran at 0.1 ms), and are valid loads.
+func TestChurnLoadAsksForFineResolution(t *testing.T) {
+	r := spec.NewRun(claimstest.Claim(t, "scale.churn-stability"), mode.AmbientL4, &spec.Env{Config: &config.Config{DurationScale: 1}}, nil)
+	s := churnLoad(r)
+	if got := s.Normalized().Resolution; got > 1e-5 {
+		t.Errorf("churn load: resolution %g s, want <= 1e-5", got)
+	}
+	if err := s.Validate(); err != nil {
+		t.Errorf("churn load: %v", err)
 	}
 }

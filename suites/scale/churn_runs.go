@@ -1,4 +1,4 @@
-package steps
+package scale
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 	"github.com/meshclaims/meshclaims/framework/mode"
 	"github.com/meshclaims/meshclaims/framework/scenario"
 	"github.com/meshclaims/meshclaims/framework/spec"
+	"github.com/meshclaims/meshclaims/framework/steps"
 	"github.com/meshclaims/meshclaims/framework/verdict"
 )
 
@@ -33,13 +34,13 @@ func ChurnRuns(ctx context.Context, r *spec.Run) (*load.Run, *load.Run, error) {
 	return p.quiet, p.churned, err
 }
 
-// ChurnControl is the same pair of loads and churn in the no-mesh
+// churnControl is the same pair of loads and churn in the no-mesh
 // namespace, run before the mode's own (ChurnRuns runs both once): on a
 // small or shared host the churn's pod starts (container runtime, CNI,
 // NetworkPolicy syncs) take CPU from a saturating load whether or not a
 // mesh is there, and a change this pair shows too is the cluster's, not
 // the mesh's. nil, nil in mode none.
-func ChurnControl(ctx context.Context, r *spec.Run) (*load.Run, *load.Run, error) {
+func churnControl(ctx context.Context, r *spec.Run) (*load.Run, *load.Run, error) {
 	p, err := churnRuns(ctx, r)
 	return p.noMeshQuiet, p.noMeshChurned, err
 }
@@ -70,7 +71,7 @@ func quietAndChurned(ctx context.Context, r *spec.Run, m mode.Mode, prefix strin
 	s := churnLoad(r)
 	s.URL = scenario.EchoURLOf(m)
 	c := scenario.InMeshOf(r, m)
-	quiet, err := Load(ctx, r, c, prefix+"quiet", s)
+	quiet, err := steps.Load(ctx, r, c, prefix+"quiet", s)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -87,14 +88,14 @@ func quietAndChurned(ctx context.Context, r *spec.Run, m mode.Mode, prefix strin
 	ns := m.Namespace()
 	r.Defer(func(ctx context.Context) error {
 		if err := mesh.Applier.Phase(ctx, "restore after churn", func(ctx context.Context) error {
-			return RestoreChurn(ctx, mesh.Kube.Client, ns, base)
+			return restoreChurn(ctx, mesh.Kube.Client, ns, base)
 		}); err != nil {
 			return err
 		}
 		return mesh.Kube.WaitAvailable(ctx, ns, r.Env.Config.Timeouts.WorkloadsReady, churnedDeployments...)
 	})
 	stop := startChurn(ctx, r, ns)
-	churned, err := Load(ctx, r, c, prefix+"churn", s)
+	churned, err := steps.Load(ctx, r, c, prefix+"churn", s)
 	n, cerr := stop()
 	r.Logf("churn in %s: %d changes", ns, n)
 	if err != nil {
@@ -124,7 +125,7 @@ func startChurn(ctx context.Context, r *spec.Run, ns string) func() (int, error)
 			}
 			var err error
 			if i%60 == 59 {
-				patch := fmt.Sprintf(`{"metadata":{"labels":{%q:"%d"}}}`, ChurnLabel, i)
+				patch := fmt.Sprintf(`{"metadata":{"labels":{%q:"%d"}}}`, churnLabel, i)
 				_, err = m.Kube.Client.CoreV1().Namespaces().Patch(ctx, ns, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
 			} else {
 				name := churnedDeployments[rand.IntN(len(churnedDeployments))]
@@ -144,15 +145,15 @@ func startChurn(ctx context.Context, r *spec.Run, ns string) func() (int, error)
 	}
 }
 
-// ChurnLabel is the namespace label the churn rewrites every minute.
-const ChurnLabel = "meshclaims.io/churn"
+// churnLabel is the namespace label the churn rewrites every minute.
+const churnLabel = "meshclaims.io/churn"
 
 // churnedDeployments are the Deployments the churn rescales every second.
 var churnedDeployments = []string{fixtures.CanaryV1Name, fixtures.CanaryV2Name}
 
-// RestoreChurn undoes the churn in namespace ns: the canary Deployments
+// restoreChurn undoes the churn in namespace ns: the canary Deployments
 // back to replicas, the churn label off the namespace.
-func RestoreChurn(ctx context.Context, c kubernetes.Interface, ns string, replicas int32) error {
+func restoreChurn(ctx context.Context, c kubernetes.Interface, ns string, replicas int32) error {
 	var errs []error
 	for _, name := range churnedDeployments {
 		patch := fmt.Sprintf(`{"spec":{"replicas":%d}}`, replicas)
@@ -161,9 +162,9 @@ func RestoreChurn(ctx context.Context, c kubernetes.Interface, ns string, replic
 		}
 	}
 	// A merge patch with null removes the label (absent already: no-op).
-	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:null}}}`, ChurnLabel)
+	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:null}}}`, churnLabel)
 	if _, err := c.CoreV1().Namespaces().Patch(ctx, ns, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
-		errs = append(errs, fmt.Errorf("remove label %s from namespace %s: %w", ChurnLabel, ns, err))
+		errs = append(errs, fmt.Errorf("remove label %s from namespace %s: %w", churnLabel, ns, err))
 	}
 	return errors.Join(errs...)
 }
@@ -177,11 +178,11 @@ func Stability(quiet, churned *load.Run) verdict.Measurement {
 	}}
 }
 
-// StabilityWithControl is Stability with the no-mesh control's change
+// stabilityWithControl is Stability with the no-mesh control's change
 // beside it (Extra no_mesh_change, with its throughputs): the verdict
 // (verdict's stability judgement) cannot lay on the mesh a change the
 // cluster shows without one.
-func StabilityWithControl(quiet, churned, noMeshQuiet, noMeshChurned *load.Run) verdict.Measurement {
+func stabilityWithControl(quiet, churned, noMeshQuiet, noMeshChurned *load.Run) verdict.Measurement {
 	m := Stability(quiet, churned)
 	if noMeshQuiet == nil || noMeshChurned == nil {
 		return m
@@ -194,7 +195,7 @@ func StabilityWithControl(quiet, churned, noMeshQuiet, noMeshChurned *load.Run) 
 
 func change(quiet, churned *load.Run) (d, qQPS, cQPS, qP50, cP50 float64) {
 	qQPS, cQPS = quiet.Result.ActualQPS, churned.Result.ActualQPS
-	qP50, cP50 = Percentiles(quiet)["50"], Percentiles(churned)["50"]
+	qP50, cP50 = steps.Percentiles(quiet)["50"], steps.Percentiles(churned)["50"]
 	d = math.Max(math.Abs(cQPS-qQPS)/qQPS, math.Abs(cP50-qP50)/qP50)
 	return d, qQPS, cQPS, qP50, cP50
 }
@@ -216,12 +217,12 @@ func NodeCores(ctx context.Context, r *spec.Run) (float64, string, error) {
 	for i, n := range nodes.Items {
 		caps[i] = float64(n.Status.Capacity.Cpu().MilliValue()) / 1000
 	}
-	return CountCores(caps, m.NodesShareHost)
+	return countCores(caps, m.NodesShareHost)
 }
 
-// CountCores sums the nodes' CPU capacities, or takes the largest when the
+// countCores sums the nodes' CPU capacities, or takes the largest when the
 // nodes share one host, and says which.
-func CountCores(caps []float64, shareHost bool) (float64, string, error) {
+func countCores(caps []float64, shareHost bool) (float64, string, error) {
 	var sum, largest float64
 	for _, c := range caps {
 		sum += c
