@@ -17,5 +17,5 @@ var _ = spec.Declare(spec.Def{
 	Scenario: "the T1 baseline run, with the client sidecar's access log on; each 503's flags and upstream host against echo's pod timeline",
 	Slow:     true,
 	Loads:    steps.RolloutLoads(steps.RolloutRun{}),
-	Measure:  steps.RolloutAccessLog,
+	Measure:  rolloutAccessLog,
 })
