@@ -99,7 +99,8 @@ func RegisterMetric(name Metric, r MetricRules) {
 // AttributionCategories are the categories an attribution claim may name:
 // the causes of fortio's -1 as the load engine classifies them
 // (framework/load's Cause values), and where a 503's upstream host stood on
-// the rollout's pod timeline (rollout.503-attribution's reading of the client sidecar's access log).
+// the rollout's pod timeline (rollout.503-attribution's reading of the
+// client sidecar's access log).
 var AttributionCategories = []string{
 	"reset", "eof", "timeout", "refused", "other", // fortio -1 causes
 	"terminating", "gone", "live", "no-upstream", // a 503's upstream host

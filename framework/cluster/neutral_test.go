@@ -27,7 +27,7 @@ var providerPackages = []string{"framework/cluster", "framework/localk8s"}
 var meshPackages = []string{
 	"framework/probeset", "framework/ztunnellog", "framework/hbone", "framework/proxycert",
 	"framework/proxydump", "framework/envoylog", "framework/envoywheel",
-	"framework/setup", "framework/steps", "fixtures",
+	"framework/setup", "framework/scenario", "framework/steps", "fixtures",
 }
 
 // istioValueKeys are keys of Istio's chart values: those the suite sets

@@ -1,7 +1,7 @@
 // Package proxydump reads proxies' admin dumps — Envoy's /config_dump of a
 // sidecar or waypoint, ztunnel's /config_dump — and kube-router's iptables
 // rules, to tell whether an applied object has reached the data plane. The
-// converging waits (framework/steps) poll these before a spec measures; the
+// converging waits (framework/scenario) poll these before a spec measures; the
 // questions asked here are about configuration carried, never about the
 // traffic outcome the spec is about to measure.
 //
