@@ -204,14 +204,14 @@ func fillerService(t fixtures.Target, i int) *corev1.Service {
 	if s.Annotations == nil {
 		s.Annotations = map[string]string{}
 	}
-	s.Annotations[FillerExportTo] = "."
+	s.Annotations[fillerExportTo] = "."
 	return s
 }
 
-// FillerExportTo is Istio's Service annotation that limits which
+// fillerExportTo is Istio's Service annotation that limits which
 // namespaces' proxies see a Service; the extra Services carry "." (their
 // own namespace only).
-const FillerExportTo = "networking.istio.io/exportTo"
+const fillerExportTo = "networking.istio.io/exportTo"
 
 // awaitFillerSlices waits (Timeouts.ServicesSynced) until each of the n
 // extra Services in r's namespace has an EndpointSlice with a ready

@@ -50,10 +50,10 @@ func TestFillerServiceIsExportedToItsNamespaceOnly(t *testing.T) {
 	if s.Name != "filler-00042" || s.Namespace != tg.Namespace || s.Spec.Selector[fixtures.LabelVersion] != fixtures.CanaryV1 {
 		t.Errorf("filler Service %s/%s selecting %v", s.Namespace, s.Name, s.Spec.Selector)
 	}
-	if got := s.Annotations[FillerExportTo]; got != "." {
-		t.Errorf("%s = %q, want \".\"", FillerExportTo, got)
+	if got := s.Annotations[fillerExportTo]; got != "." {
+		t.Errorf("%s = %q, want \".\"", fillerExportTo, got)
 	}
-	if echo := fixtures.WorkloadService(tg, fixtures.EchoName, fixtures.EchoHTTPPort); echo.Annotations[FillerExportTo] != "" {
+	if echo := fixtures.WorkloadService(tg, fixtures.EchoName, fixtures.EchoHTTPPort); echo.Annotations[fillerExportTo] != "" {
 		t.Errorf("echo's Service is limited too: %v", echo.Annotations)
 	}
 }
