@@ -306,7 +306,7 @@ func (c *Config) Validate(repoRoot string, now time.Time) error {
 	if _, err := os.Stat(c.ClaimsFile); err != nil {
 		bad("-claims=%q: %v", c.ClaimsFile, err)
 	}
-	c.resolveResume(bad)
+	c.resolveResume(repoRoot, bad)
 	if c.ResultsRoot == "" {
 		c.ResultsRoot = filepath.Join(repoRoot, "results")
 	}

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -28,5 +29,29 @@ func TestResumeFlag(t *testing.T) {
 		if _, err := parse(t, args...); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%v: %v\nwant %q", args, err, want)
 		}
+	}
+}
+
+// A relative -resume is the working directory's when it is there, else
+// the repository root's: `go test ./e2e` runs in e2e/, and the default
+// results root is the root's results/.
+func TestResumeRelativeDirectory(t *testing.T) {
+	root, err := filepath.Abs(repoRoot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel := filepath.Join("testdata", "examples", "local-none")
+	t.Chdir(t.TempDir())
+	c, err := parse(t, "-resume="+rel)
+	if err != nil || c.ResultsDir != filepath.Join(root, rel) {
+		t.Fatalf("-resume=%s from elsewhere: %v, dir %s; want the repository root's", rel, err, c.ResultsDir)
+	}
+	// The control: the same name in the working directory is that one.
+	if err := os.MkdirAll(rel, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	wd, _ := os.Getwd()
+	if c, err := parse(t, "-resume="+rel); err != nil || c.ResultsDir != filepath.Join(wd, rel) {
+		t.Fatalf("-resume=%s present in the working directory: %v, dir %s; want %s", rel, err, c.ResultsDir, filepath.Join(wd, rel))
 	}
 }
