@@ -6,6 +6,7 @@ import (
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
+	"github.com/onsi/ginkgo/v2/types"
 
 	"github.com/meshclaims/meshclaims/framework/loadplan"
 	"github.com/meshclaims/meshclaims/framework/progress"
@@ -50,6 +51,7 @@ func openResume(sel spec.Selection, live bool) error {
 	if err != nil {
 		return err
 	}
+	measured = run.Uncut(measured)
 	toRun, done := resume.Split(selected, measured)
 	if len(toRun) == 0 {
 		return fmt.Errorf("-resume=%q: each of the %d selected specs already has a measured record, so nothing is left to run; `meshclaims report %s` rebuilds its report", dir, len(selected), dir)
@@ -169,4 +171,19 @@ var _ = ReportAfterSuite("resumed", func(r Report) {
 		parts = append(parts, fmt.Sprintf("%d %s", counts[k], k))
 	}
 	console.Linef("resumed: the report and junit.xml also hold the %d specs measured in earlier parts (verdicts: %s)", len(resumed.judged), strings.Join(parts, ", "))
+})
+
+// A spec an interrupt cut short may still have written its record (a need
+// that saw the cancelled context, say); run.json marks it, so a resumed
+// run measures it again. A spec that timed out ended on its own: its
+// record stands.
+var _ = ReportAfterEach(func(r SpecReport) {
+	if r.LeafNodeType != types.NodeTypeIt || !r.State.Is(types.SpecStateInterrupted|types.SpecStateAborted) || flagSet("ginkgo.dry-run") || cfg.Plan {
+		return
+	}
+	if key, _, ok := spec.KeyOf(r); ok {
+		if err := resume.MarkCut(cfg.ResultsDir, key, time.Now()); err != nil {
+			console.Linef("resume: marking %s as cut short in %s: %v (a resumed run would keep its record)", key, resume.File, err)
+		}
+	}
 })

@@ -334,3 +334,52 @@ func TestImageDifferences(t *testing.T) {
 		t.Fatalf("another workload build: %v", d)
 	}
 }
+
+// A spec an interrupt cut short runs again even when it wrote a record;
+// a later record of it (a part that ran it to its end) stands, and so
+// does every record of a spec never cut.
+func TestCutSpecsRunAgain(t *testing.T) {
+	dir := t.TempDir()
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	if err := resume.Begin(dir, "r1", map[string]string{"-mode": "none"}, t0); err != nil {
+		t.Fatal(err)
+	}
+	d, _ := report.Create(dir)
+	write := func(claim string, at time.Time) {
+		if err := d.Record(report.Record{Claim: claim, Mode: mode.None}); err != nil {
+			t.Fatal(err)
+		}
+		os.Chtimes(filepath.Join(dir, "measured", claim+"__none.json"), at, at)
+	}
+	write("a", t0.Add(time.Minute))
+	write("b", t0.Add(2*time.Minute))
+	if err := resume.MarkCut(dir, "b [none]", t0.Add(2*time.Minute+time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	left := func() string {
+		run, err := resume.Open(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		measured, err := resume.Measured(dir, run.Parts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		toRun, _ := resume.Split([]spec.Planned{planned("a", mode.None), planned("b", mode.None)}, run.Uncut(measured))
+		var s []string
+		for _, p := range toRun {
+			s = append(s, loadplan.Key(p.Claim.ID, p.Mode))
+		}
+		return strings.Join(s, ", ")
+	}
+	if got := left(); got != "b [none]" {
+		t.Fatalf("after b was cut short, left to run: %q; want b [none]", got)
+	}
+	write("b", t0.Add(time.Hour))
+	if got := left(); got != "" {
+		t.Fatalf("after a later part measured b, left to run: %q; want none", got)
+	}
+	if err := resume.MarkCut(t.TempDir(), "b [none]", t0); err == nil {
+		t.Fatal("MarkCut in a directory without run.json: no error")
+	}
+}

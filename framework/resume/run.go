@@ -43,6 +43,39 @@ type Run struct {
 	// Parts are the run's parts, the first first; a part's end, cluster
 	// and records are filled in when the next part begins.
 	Parts []report.RunPart `json:"parts"`
+	// Cut are the specs an interrupt cut short (Ctrl-C, SIGTERM) by
+	// loadplan.Key, with when it ended them: a record such a spec wrote
+	// then (a need or wait that saw the cancelled context) is no
+	// measurement, so a resumed run runs it again.
+	Cut map[string]time.Time `json:"cut,omitempty"`
+}
+
+// MarkCut records in dir's run.json that an interrupt cut the spec key
+// short at t (see Run.Cut); a directory without run.json is left alone.
+func MarkCut(dir, key string, t time.Time) error {
+	r, err := Open(dir)
+	if err != nil {
+		return err
+	}
+	if r.Cut == nil {
+		r.Cut = map[string]time.Time{}
+	}
+	r.Cut[key] = t.UTC()
+	return r.Save(dir)
+}
+
+// Uncut leaves out of measured every record an interrupt cut short: one
+// written no later than its spec was cut (a later record is a run of it
+// that ended).
+func (r *Run) Uncut(measured map[string]Earlier) map[string]Earlier {
+	out := map[string]Earlier{}
+	for k, e := range measured {
+		if at, cut := r.Cut[k]; cut && !e.At.After(at) {
+			continue
+		}
+		out[k] = e
+	}
+	return out
 }
 
 // Begin writes the run record of a new run into dir (its results
