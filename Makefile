@@ -247,6 +247,7 @@ e2e-local: k8s-bin kube-router local-deps istio-images registry ## the none-mode
 	KUBEBUILDER_ASSETS=$(BIN)/k8s MESHCLAIMS_REQUIRE_APISERVER=1 MESHCLAIMS_ISTIO_CHARTS=$$charts MESHCLAIMS_ENVOY_WHEELS=$(ENVOY_WHEELS) \
 		$(GO) test -p 1 -count=1 -v -timeout 20m -run 'TestRealProxyImage|TestUpstreamEnvoyAcceptsIstiodConfig' ./framework/istioimages/ ./framework/istio/
 	MESHCLAIMS_LOCAL=1 $(GO) test -count=1 -timeout 20m -run 'TestLocalClusterEndToEnd|TestLocalNodeNamespace' ./framework/localk8s/
+	MESHCLAIMS_LOCAL=1 $(GO) test -count=1 -v -timeout 15m -run TestFollowedLogOutlivesRotation ./framework/load/  # a log past the kubelet's rotation size
 	$(GO) test -count=1 -v -run TestReadWithTheRealTools ./framework/probeset/  # nft and ipset are here now (local-deps)
 	@charts="$(ISTIO_CHARTS)"; test -n "$$charts" || { echo "cannot download $(ISTIO_MODULE) for Istio's charts"; exit 1; }; \
 	MESHCLAIMS_LOCAL=1 MESHCLAIMS_ISTIO_IMAGES=$(ISTIO_IMAGES) MESHCLAIMS_ISTIO_CHARTS=$$charts \

@@ -118,7 +118,7 @@ func ContainerdConfig(c Config) ([]byte, error) {
 // KubeletConfig is the KubeletConfiguration (kubelet.config.k8s.io/v1beta1).
 func KubeletConfig(c Config) map[string]any {
 	l := c.Layout()
-	return map[string]any{
+	cfg := map[string]any{
 		"apiVersion": "kubelet.config.k8s.io/v1beta1",
 		"kind":       "KubeletConfiguration",
 		// cgroup v1 hosts: the kubelet refuses v1 unless told not to, and
@@ -162,6 +162,11 @@ func KubeletConfig(c Config) map[string]any {
 		"fileCheckFrequency":        "10s",
 		"shutdownGracePeriod":       "0s",
 	}
+	if c.ContainerLogMaxSize != "" {
+		cfg["containerLogMaxSize"] = c.ContainerLogMaxSize
+		cfg["containerLogMonitorInterval"] = "3s"
+	}
+	return cfg
 }
 
 // KubeProxyConfig is the KubeProxyConfiguration (iptables mode), with the

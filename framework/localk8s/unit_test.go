@@ -61,6 +61,8 @@ func TestDefaultsRejectsBadInput(t *testing.T) {
 		"unmasked pod range":   {Config{Name: "a", StateDir: "/x/y", PodCIDR: netip.MustParsePrefix("198.18.1.0/16")}, "pod CIDR 198.18.1.0/16 is not accepted"},
 		"overlapping ranges":   {Config{Name: "a", StateDir: "/x/y", ServiceCIDR: netip.MustParsePrefix("198.18.0.0/16")}, "overlaps"},
 		"bridge name too long": {Config{Name: "a", StateDir: "/x/y", Bridge: "a-very-long-bridge"}, `bridge name "a-very-long-bridge"`},
+		"log size not a size":  {Config{Name: "a", StateDir: "/x/y", ContainerLogMaxSize: "big"}, `container log size "big" is not accepted; accepted: a size of at least 1Ki`},
+		"log size too small":   {Config{Name: "a", StateDir: "/x/y", ContainerLogMaxSize: "10"}, `container log size "10" is not accepted`},
 	}
 	for name, tc := range cases {
 		tc.cfg.RepoRoot = "/repo"
@@ -446,5 +448,21 @@ func TestExportLogsRecordsHostNetfilter(t *testing.T) {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("host-netfilter.txt lacks %q:\n%s", want, b)
 		}
+	}
+}
+
+// The kubelet rotates container logs at the size asked for, checking every
+// 3 s; without one it keeps its own defaults (10Mi, 10 s).
+func TestKubeletContainerLogMaxSize(t *testing.T) {
+	c, err := Config{Name: "a", StateDir: "/x/y", RepoRoot: "/repo", ContainerLogMaxSize: "1Mi"}.Defaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k := KubeletConfig(c); k["containerLogMaxSize"] != "1Mi" || k["containerLogMonitorInterval"] != "3s" {
+		t.Errorf("kubelet config with a 1Mi log size: %v, %v", k["containerLogMaxSize"], k["containerLogMonitorInterval"])
+	}
+	c.ContainerLogMaxSize = ""
+	if k := KubeletConfig(c); k["containerLogMaxSize"] != nil || k["containerLogMonitorInterval"] != nil {
+		t.Errorf("kubelet config without a log size sets %v, %v", k["containerLogMaxSize"], k["containerLogMonitorInterval"])
 	}
 }

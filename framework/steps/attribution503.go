@@ -115,6 +115,10 @@ type AccessLogCapture struct {
 type accessLogRun struct {
 	r        *spec.Run
 	proxyLog load.PodLogs
+	// followed is the sidecar's log followed from the load's start: at
+	// GUIDE's scale the log passes the kubelet's rotation size, and a read
+	// after the load would see only the last file (load.FollowedLog).
+	followed *load.FollowedLog
 	watch    *podtimeline.Recorder
 	capture  *AccessLogCapture
 	// remove deletes the Telemetry and waits until the sidecar has
@@ -191,18 +195,32 @@ func startAccessLog(ctx context.Context, r *spec.Run, mesh *spec.Cluster, m mode
 	return a, nil
 }
 
-// startWatch watches echo's pods from now until finish; a watch that
-// cannot start is the capture's Err.
+// startWatch watches echo's pods and follows the sidecar's log from now
+// until finish; a watch or a follow that cannot start is the capture's Err.
 func (a *accessLogRun) startWatch(ctx context.Context, mesh *spec.Cluster, ns string) {
 	if a.capture.Err != nil {
 		return
 	}
+	followed, err := a.proxyLog.Follow(ctx, time.Now())
+	if err != nil {
+		a.capture.Err = fmt.Errorf("the client's access log: %w", err)
+		return
+	}
+	a.followed = followed
 	rec, err := podtimeline.Watch(ctx, mesh.Kube.Client, ns, fixtures.LabelApp+"="+fixtures.EchoName)
 	if err != nil {
 		a.capture.Err = fmt.Errorf("echo's pod timeline: %w", err)
 		return
 	}
 	a.watch = rec
+}
+
+// stopFollow ends following the sidecar's log (if it is followed); what
+// was read stays readable.
+func (a *accessLogRun) stopFollow() {
+	if a.followed != nil {
+		a.followed.Stop()
+	}
 }
 
 // stopWatch ends the pod watch (if one runs) and keeps its timeline.
@@ -228,6 +246,7 @@ func (a *accessLogRun) finish(ctx context.Context, run *load.Run) *AccessLogCapt
 	if a.capture.Err == nil {
 		a.read(ctx, run)
 	}
+	a.stopFollow()
 	if err := a.off(ctx); err != nil {
 		// The capture is complete; the spec's clean-up tries again and
 		// fails the spec if the log stays on.
@@ -236,17 +255,17 @@ func (a *accessLogRun) finish(ctx context.Context, run *load.Run) *AccessLogCapt
 	return a.capture
 }
 
-// read waits until the access log has a line stamped at the load's end and
-// keeps the load's 503s for echo. The load's last requests reach the log
-// within Envoy's flush interval (pilot-agent starts it with
+// read waits until the followed access log has a line stamped at the
+// load's end and keeps the load's 503s for echo. The load's last requests
+// reach the log within Envoy's flush interval (pilot-agent starts it with
 // --file-flush-interval-msec 1000, istio pkg/envoy/proxy.go) and the
-// kubelet's.
+// kubelet's. A follow that broke is the capture's Incomplete.
 func (a *accessLogRun) read(ctx context.Context, run *load.Run) {
 	r, c := a.r, a.capture
 	c.From, c.To = run.Start, run.End
 	var entries []envoylog.Entry
 	lw, err := converge.Until(ctx, converge.Policy{Poll: r.Env.Config.Timeouts.ConvergePoll, Times: 1, Limit: r.Env.Config.Timeouts.LogFlush}, "the load's last requests in the access log", func(ctx context.Context) (bool, string, error) {
-		es, err := accessLog(ctx, a.proxyLog, c.From, time.Now())
+		es, err := accessLog(ctx, a.followed, c.From, time.Now())
 		if err != nil {
 			return false, "", err
 		}
@@ -274,6 +293,7 @@ func (a *accessLogRun) read(ctx context.Context, run *load.Run) {
 // and tries again after one that failed.
 func (a *accessLogRun) off(ctx context.Context) error {
 	a.stopWatch()
+	a.stopFollow()
 	if a.removed {
 		return nil
 	}
@@ -337,7 +357,7 @@ func AttributionOf(res *RolloutResult, m mode.Mode) (verdict.Measurement, error)
 
 // accessLog reads and parses the proxy's access log lines in [since, until];
 // a line in the format but broken is an error.
-func accessLog(ctx context.Context, src load.PodLogs, since, until time.Time) ([]envoylog.Entry, error) {
+func accessLog(ctx context.Context, src load.LogSource, since, until time.Time) ([]envoylog.Entry, error) {
 	text, err := src.Logs(ctx, since, until)
 	if err != nil {
 		return nil, err

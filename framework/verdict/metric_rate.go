@@ -2,6 +2,8 @@ package verdict
 
 import (
 	"fmt"
+	"math"
+	"strings"
 
 	"github.com/meshclaims/meshclaims/framework/claims"
 	"github.com/meshclaims/meshclaims/framework/mode"
@@ -175,6 +177,30 @@ func rateResult(label string, count, total, docCount, docTotal int64, tol claims
 		}
 	}
 	lo, hi, how := band(d, tol)
+	if tol.Absolute == nil && tol.Relative == nil && tol.Factor == nil && (tol.AtLeast != nil || tol.AtMost != nil) {
+		// A bound alone, on a rate: the claim is the bound, so the whole
+		// interval must lie within it to show it (as a documented zero is
+		// shown by its upper bound), and a run too small to show it is
+		// inconclusive; worded as the rates it admits, beside the
+		// documented one.
+		lo = math.Max(lo, 0)
+		var bounds []string
+		if tol.AtLeast != nil {
+			bounds = append(bounds, "at least "+pct(*tol.AtLeast))
+		}
+		if tol.AtMost != nil {
+			bounds = append(bounds, "at most "+pct(*tol.AtMost))
+		}
+		b := strings.Join(bounds, " and ")
+		switch {
+		case p.CI.High < lo || p.CI.Low > hi:
+			return NotReproduced, fmt.Sprintf("%s %s is not %s, the claim's bound (documented %s)", label, p, b, docs)
+		case p.CI.Low >= lo && p.CI.High <= hi:
+			return Reproduced, fmt.Sprintf("%s %s is %s, the claim's bound (documented %s)", label, p, b, docs)
+		default:
+			return Inconclusive, fmt.Sprintf("%s %s: its interval reaches past %s, the claim's bound (documented %s): too few requests to show it", label, p, b, docs)
+		}
+	}
 	switch {
 	case p.CI.High < lo || p.CI.Low > hi:
 		return NotReproduced, fmt.Sprintf("%s %s lies outside %s of documented %s [%s, %s]", label, p, how, docs, pct(lo), pct(hi))

@@ -103,11 +103,17 @@ func TestJudge(t *testing.T) {
 			Measurement{Count: Int64(1), Total: Int64(3), Detail: "inconclusive: the interval contains both"}, Inconclusive, "contains both"},
 		{"retries never happened: inconclusive whatever the duplicates", "retry.no-duplicates", mode.Sidecar,
 			Measurement{Count: Int64(0), Total: Int64(9135), Unmet: "retries: the proxy retried 0 times"}, Inconclusive, "precondition not met"},
-		// retry.fired: GUIDE's counts pass; the 503 rates of T1, where nothing
-		// retried, do not; a proxy that counted no retry contradicts the
+		// retry.fired: GUIDE's counts pass, and fewer failures than GUIDE's
+		// (at most 0.5%); the 503 rates of T1, where nothing retried, do not; a proxy that counted no retry contradicts the
 		// claim even at GUIDE's own failure count.
 		{"GUIDE's sidecar client-visible failures", "retry.fired", mode.Sidecar,
 			Measurement{Count: Int64(15), Total: Int64(9135), Extra: map[string]float64{"proxy_retries": 40}}, Reproduced, "client-visible failure rate"},
+		{"no failure of 6,152 at GUIDE's scale: fewer than GUIDE's, the claim holds", "retry.fired", mode.Sidecar,
+			Measurement{Count: Int64(0), Total: Int64(6152), Extra: map[string]float64{"proxy_retries": 52}}, Reproduced, "at most 0.5"},
+		{"no failure of 300: too few requests to show at most 0.5%", "retry.fired", mode.Sidecar,
+			Measurement{Count: Int64(0), Total: Int64(300), Extra: map[string]float64{"proxy_retries": 3}}, Inconclusive, "too few requests"},
+		{"T1's unmasked sidecar 503 rate at GUIDE's scale is not 'mostly masking'", "retry.fired", mode.Sidecar,
+			Measurement{Count: Int64(396), Total: Int64(60000), Extra: map[string]float64{"proxy_retries": 40}}, NotReproduced, "client-visible failure rate"},
 		{"T1's unmasked waypoint 503 rate is not 'mostly masking'", "retry.fired", mode.AmbientL7,
 			Measurement{Count: Int64(184), Total: Int64(7229)}, NotReproduced, "client-visible failure rate"},
 		{"no retry counted contradicts 'retries were actively firing'", "retry.fired", mode.AmbientL7,
