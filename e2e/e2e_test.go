@@ -4,6 +4,7 @@
 //	go test ./e2e -mode=all -provider=existing -context=eks-qual -timeout=6h
 //	go test ./e2e -mode=sidecar -ginkgo.dry-run -ginkgo.v   # list the specs (and the plan)
 //	go test ./e2e -mode=none,sidecar -plan                  # the plan: loads, durations, estimated total
+//	go test ./e2e -mode=all -resume=results/20261129-214800   # continue that run where it died
 //
 // Flags are validated before anything touches a cluster; the run prints its
 // progress as it goes (set-up phases, "spec N of M", one verdict line per
