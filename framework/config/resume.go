@@ -12,8 +12,8 @@ import (
 func registerResumeFlag(fs *flag.FlagSet, c *Config) {
 	fs.StringVar(&c.Resume, "resume", "", "continue an interrupted run in its results directory DIR (e.g. results/20261129-214800; a relative DIR missing from the working directory is taken from the repository root): "+
 		"set-up runs as usual, then only the selected specs without a measured record in DIR; the report covers both parts and says the run was resumed. "+
-		"Refused, before any cluster is touched, when DIR holds no run.json (not a results directory, or a run stopped before it began) or when a flag, "+
-		"the suite's version, the claims, the charts or the image archives differ from the run's (DIR/run.json lists them); "+
+		"Refused with exit 2, before any cluster is touched, when DIR holds no run.json (not a results directory, or a run stopped before it began) or when a flag, "+
+		"the cluster, the suite's version, the claims, the charts or the image archives differ from the run's (each named with both values; DIR/run.json lists them); "+
 		"-results and -run-id, if given, must name DIR; -overwrite is refused with it")
 }
 
