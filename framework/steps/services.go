@@ -208,8 +208,7 @@ func createFillers(ctx context.Context, r *spec.Run, n int) (cleanup func(), nat
 	g.SetLimit(FillerWorkers)
 	var created atomic.Int64
 	for i := 0; i < n; i++ {
-		s := fixtures.WorkloadService(t, fmt.Sprintf(FillerPrefix+"%05d", i), fixtures.EchoHTTPPort)
-		s.Spec.Selector = versionSelector(fixtures.CanaryV1)
+		s := fillerService(t, i)
 		g.Go(func() error {
 			if _, err := m.Kube.Client.CoreV1().Services(t.Namespace).Create(gctx, s, metav1.CreateOptions{}); err != nil {
 				return fmt.Errorf("creating extra Service %s: %w", s.Name, err)
@@ -267,6 +266,28 @@ func createFillers(ctx context.Context, r *spec.Run, n int) (cleanup func(), nat
 
 // FillerPrefix names the scale claims' extra Services (filler-00000, ...).
 const FillerPrefix = "filler-"
+
+// fillerService is the i-th extra Service: echo's port, selecting the one
+// echo-v1 pod, and visible to Istio only in the run's own namespace. On a
+// cluster that runs someone's Istio, its istiod would otherwise push every
+// extra Service to every sidecar of theirs (500 clusters at
+// -duration-scale=0.05, 10,000 at 1, seen growing in their sidecar during a
+// release qualification); kube-proxy, which the scale claims measure, does
+// not read the annotation.
+func fillerService(t fixtures.Target, i int) *corev1.Service {
+	s := fixtures.WorkloadService(t, fmt.Sprintf(FillerPrefix+"%05d", i), fixtures.EchoHTTPPort)
+	s.Spec.Selector = versionSelector(fixtures.CanaryV1)
+	if s.Annotations == nil {
+		s.Annotations = map[string]string{}
+	}
+	s.Annotations[FillerExportTo] = "."
+	return s
+}
+
+// FillerExportTo is Istio's Service annotation that limits which
+// namespaces' proxies see a Service; the extra Services carry "." (their
+// own namespace only).
+const FillerExportTo = "networking.istio.io/exportTo"
 
 // awaitFillerSlices waits (Timeouts.ServicesSynced) until each of the n
 // extra Services in r's namespace has an EndpointSlice with a ready

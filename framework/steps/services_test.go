@@ -6,6 +6,8 @@ import (
 
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/meshclaims/meshclaims/fixtures"
 )
 
 // FillerSlices counts each extra Service once however many slices it has,
@@ -36,5 +38,22 @@ func TestFillerSlicesCountsReadyServicesAndNamesTheNewest(t *testing.T) {
 	}
 	if n, newest := FillerSlices(nil, FillerPrefix); n != 0 || newest != "" {
 		t.Fatalf("no slices: %d %q", n, newest)
+	}
+}
+
+// The extra Services select echo-v1 on echo's port, in the run's namespace,
+// and are exported to that namespace alone, so no other mesh's sidecars
+// carry them; the run's own Services (echo's) are not limited.
+func TestFillerServiceIsExportedToItsNamespaceOnly(t *testing.T) {
+	tg := fixtures.Target{Namespace: "meshclaims-none", Run: "r1"}
+	s := fillerService(tg, 42)
+	if s.Name != "filler-00042" || s.Namespace != tg.Namespace || s.Spec.Selector[fixtures.LabelVersion] != fixtures.CanaryV1 {
+		t.Errorf("filler Service %s/%s selecting %v", s.Namespace, s.Name, s.Spec.Selector)
+	}
+	if got := s.Annotations[FillerExportTo]; got != "." {
+		t.Errorf("%s = %q, want \".\"", FillerExportTo, got)
+	}
+	if echo := fixtures.WorkloadService(tg, fixtures.EchoName, fixtures.EchoHTTPPort); echo.Annotations[FillerExportTo] != "" {
+		t.Errorf("echo's Service is limited too: %v", echo.Annotations)
 	}
 }
