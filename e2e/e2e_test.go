@@ -4,6 +4,7 @@
 //	go test ./e2e -mode=all -provider=existing -context=eks-qual -timeout=6h
 //	go test ./e2e -mode=sidecar -ginkgo.dry-run -ginkgo.v   # list the specs (and the plan)
 //	go test ./e2e -mode=none,sidecar -plan                  # the plan: loads, durations, estimated total
+//	go test ./e2e -mode=all -resume=results/20261129-214800   # continue that run where it died
 //
 // Flags are validated before anything touches a cluster; the run prints its
 // progress as it goes (set-up phases, "spec N of M", one verdict line per
@@ -104,9 +105,21 @@ func TestMain(m *testing.M) {
 		netPolSpecs = spec.Needing(chosen, netpol.NeedNetPol.Name)
 		selected = chosen
 	}
-	if !suiteCfg.DryRun && !cfg.Plan {
-		if err := cfg.ClaimResultsDir(); err != nil {
+	if cfg.Resume != "" {
+		// Before anything is written: a refused resume leaves the
+		// directory as it found it.
+		if err := openResume(selection, !suiteCfg.DryRun && !cfg.Plan); err != nil {
 			usageError(err)
+		}
+	}
+	if !suiteCfg.DryRun && !cfg.Plan {
+		if cfg.Resume == "" {
+			if err := cfg.ClaimResultsDir(); err != nil {
+				usageError(err)
+			}
+			if err := beginRun(selection); err != nil {
+				usageError(fmt.Errorf("results directory %s: %w", cfg.ResultsDir, err))
+			}
 		}
 		if cfg.Requirements != nil {
 			// Kept beside the results, so every rebuild of the report
@@ -167,20 +180,31 @@ func TestE2E(t *testing.T) {
 	// The plan, before any cluster work: -plan prints it and stops; a dry
 	// run prints it beside the spec tree.
 	if cfg.Plan || flagSet("ginkgo.dry-run") {
-		if _, err := spec.WritePlan(context.Background(), os.Stdout, planned, &spec.Env{Config: cfg, Registry: reg}); err != nil {
+		toPlan := planned
+		if resumed != nil {
+			toPlan = resumed.left(planned)
+			fmt.Fprintln(os.Stdout, resumed.planNote(len(toPlan)))
+		}
+		if _, err := spec.WritePlan(context.Background(), os.Stdout, toPlan, &spec.Env{Config: cfg, Registry: reg}); err != nil {
 			t.Fatal(err)
 		}
 		if cfg.Plan {
 			return
 		}
 	}
-	spec.Build(planned, func() *spec.Env {
+	env := func() *spec.Env {
 		if suite == nil {
 			return nil
 		}
 		return suite.Env
-	})
+	}
 	suiteCfg, repCfg := GinkgoConfiguration()
+	if resumed != nil {
+		spec.BuildResumed(planned, env, resumed.measuredKeys())
+		suiteCfg.LabelFilter = spec.ExcludeMeasured(suiteCfg.LabelFilter)
+	} else {
+		spec.Build(planned, env)
+	}
 	if err := spec.RefuseParallel(suiteCfg.ParallelTotal); err != nil {
 		t.Fatal(err)
 	}
@@ -202,6 +226,9 @@ func TestE2E(t *testing.T) {
 		t.Fatal(err)
 	}
 	console = progress.New(progressOut(repCfg), time.Now, budget)
+	if resumed != nil && !suiteCfg.DryRun {
+		resumed.announce(console)
+	}
 	RunSpecs(t, description(), suiteCfg, repCfg)
 }
 
@@ -251,6 +278,9 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	suite.Phase = console.Phase
 	suite.NetPolSpecs = netPolSpecs
 	suite.Selected = selected
+	if resumed != nil {
+		suite.EarlierParts = resumed.run.Earlier()
+	}
 	// Ginkgo's own interrupt handling waits out its grace period for Up and
 	// skips the after-all on a second Ctrl-C; this starts deleting at once
 	// and once, and the after-all's Down waits for it.
@@ -269,6 +299,9 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	console.SetUpDone(err)
 	if err != nil {
 		Fail(fmt.Sprintf("set-up failed (the report in %s says so too): %v", cfg.ResultsDir, err))
+	}
+	if err := checkImages(); err != nil {
+		Fail(err.Error())
 	}
 }, NodeTimeout(time.Hour))
 
@@ -289,6 +322,9 @@ var _ = AfterSuite(func(ctx SpecContext) {
 		Fail(fmt.Sprintf("tear-down: %v", err))
 	}
 	if err := requirementsGate(); err != nil {
+		Fail(err.Error())
+	}
+	if err := earlierFailures(); err != nil {
 		Fail(err.Error())
 	}
 }, NodeTimeout(30*time.Minute))
@@ -416,7 +452,7 @@ var _ = ReportAfterSuite("junit", func(r Report) {
 	if junitPath == "" {
 		return
 	}
-	if err := junit.Write(r, junitPath); err != nil {
+	if err := junit.Write(withEarlier(r), junitPath); err != nil {
 		Fail(fmt.Sprintf("JUnit report %s: %v", junitPath, err))
 	}
 })

@@ -98,7 +98,10 @@ type Config struct {
 	RunID       string
 	// Overwrite lets a run replace an earlier run's results directory
 	// (same -results and -run-id); without it that run is refused.
-	Overwrite     bool
+	Overwrite bool
+	// Resume is -resume: the results directory of an interrupted run that
+	// this one continues (package resume); Validate makes it ResultsDir.
+	Resume        string
 	Repeats       int
 	DurationScale float64
 	Registry      string // push images here (EKS); empty = load into nodes
@@ -201,6 +204,7 @@ func Register(fs *flag.FlagSet) *Config {
 	fs.BoolVar(&c.ConcurrentModes, "concurrent-modes", false, "run the selected modes' rollout loads (GUIDE T1, the same claim's same load and hardening) at once, each in its own namespace against its own echo with its own restart loop, and check in the same run that one mode's rates and P50 alongside the others match a reference run alone; latency loads (T5, latency.*, sidecar cost) still run alone. Needs two or more modes")
 	fs.StringVar(&c.RequirementsFile, "requirements", "", "YAML file of workload tiers and what each needs (mTLS, L7 routing, NetworkPolicies as they are, at most a P50 overhead and a rollout error rate; testdata/requirements/): the report recommends per tier the modes that meet every requirement, and the run fails when a tier has none")
 	registerImageFlags(fs, c)
+	registerResumeFlag(fs, c)
 	return c
 }
 
@@ -302,6 +306,7 @@ func (c *Config) Validate(repoRoot string, now time.Time) error {
 	if _, err := os.Stat(c.ClaimsFile); err != nil {
 		bad("-claims=%q: %v", c.ClaimsFile, err)
 	}
+	c.resolveResume(repoRoot, bad)
 	if c.ResultsRoot == "" {
 		c.ResultsRoot = filepath.Join(repoRoot, "results")
 	}

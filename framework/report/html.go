@@ -73,6 +73,10 @@ func otherEnv(env Environment) []envField {
 		if shownEnv[k] {
 			continue
 		}
+		if k == "parts" {
+			out = append(out, envField{"resumed", Resumed(env)})
+			continue
+		}
 		var str string
 		var ns int64
 		if json.Unmarshal(v, &str) == nil {

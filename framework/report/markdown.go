@@ -95,6 +95,9 @@ func markdownWhere(p func(string, ...any), r *markdownRun) {
 	if !env.Finished.IsZero() {
 		p("| finished | %s |\n", env.Finished.UTC().Format("2006-01-02 15:04:05Z"))
 	}
+	if r := Resumed(env); r != "" {
+		p("| resumed | %s |\n", cell(r))
+	}
 	if env.Planned > 0 {
 		p("| wall time, planned / actual | %s (plan.txt) |\n", wallTime(env))
 	}

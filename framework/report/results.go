@@ -94,6 +94,10 @@ type Environment struct {
 	// object and writer. Empty where the run created its cluster.
 	ClusterChanges     string `json:"cluster_changes,omitempty"`
 	ClusterChangesFile string `json:"cluster_changes_file,omitempty"`
+	// Parts are the earlier parts of a run that was interrupted and
+	// resumed (-resume), the first first; the fields above are the last
+	// part's. Empty for a run made in one part.
+	Parts []RunPart `json:"parts,omitempty"`
 }
 
 // ProxyRan says which proxy a run's proxyv2 image carried.

@@ -63,6 +63,9 @@ type Suite struct {
 	NetPolSpecs []string
 	// Selected are the specs the selection runs (spec.Env.Selected).
 	Selected []spec.Planned
+	// EarlierParts are, in a resumed run (-resume), the run's parts
+	// before this one (report.Environment.Parts).
+	EarlierParts []report.RunPart
 	// Phase, when set, is told as each part of the set-up begins (the
 	// console prints each with its duration: progress.Printer.Phase).
 	Phase func(name string)
@@ -245,6 +248,10 @@ func (s *Suite) up(ctx context.Context) error {
 func (u *upRun) resultsAndChecks(ctx context.Context) error {
 	s, cfg := u.Suite, u.Cfg
 	results, envInfo, err := Results(cfg, s.Registry)
+	if err == nil && len(s.EarlierParts) > 0 {
+		envInfo.Parts = s.EarlierParts
+		err = results.SaveEnvironment(envInfo)
+	}
 	s.mu.Lock()
 	s.Results, s.envInfo = results, envInfo
 	s.mu.Unlock()

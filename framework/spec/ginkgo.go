@@ -23,7 +23,9 @@ import (
 // Build adds one Ginkgo container per area and one It per planned spec. It
 // must run before RunSpecs. env returns the Env the before-all prepared (it
 // is nil during tree construction and in dry runs, which never call it).
-func Build(planned []Planned, env func() *Env) {
+func Build(planned []Planned, env func() *Env) { build(planned, env, nil) }
+
+func build(planned []Planned, env func() *Env, extra func(Planned) []string) {
 	byArea := map[string][]Planned{}
 	var areas []string
 	for _, p := range planned {
@@ -37,7 +39,11 @@ func Build(planned []Planned, env func() *Env) {
 		Describe(area, Label("area:"+area), func() {
 			for _, p := range ps {
 				p := p
-				It(p.Name(), Label(p.Labels()...), declaredAt(p.Def), func(ctx SpecContext) {
+				labels := p.Labels()
+				if extra != nil {
+					labels = append(labels, extra(p)...)
+				}
+				It(p.Name(), Label(labels...), declaredAt(p.Def), func(ctx SpecContext) {
 					execute(ctx, p, env())
 				})
 			}

@@ -186,3 +186,33 @@ func (b *syncBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.b.String()
 }
+
+// Kill sends the process a SIGKILL, as a recycled CI runner or an
+// out-of-memory kill ends it (no clean-up of any kind), and returns what
+// cmd.Wait returned once it exited.
+func (p *Process) Kill(t testing.TB, timeout time.Duration) error {
+	t.Helper()
+	if err := p.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-p.exited:
+		return err
+	case <-time.After(timeout):
+		t.Fatalf("the killed run did not exit within %v", timeout)
+		return nil
+	}
+}
+
+// Wait waits for the process to end by itself and returns what cmd.Wait
+// returned; the test fails if it has not ended within timeout.
+func (p *Process) Wait(t testing.TB, timeout time.Duration) error {
+	t.Helper()
+	select {
+	case err := <-p.exited:
+		return err
+	case <-time.After(timeout):
+		t.Fatalf("the run did not end within %v", timeout)
+		return nil
+	}
+}
