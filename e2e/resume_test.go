@@ -13,7 +13,7 @@ import (
 	"github.com/meshclaims/meshclaims/framework/report"
 	"github.com/meshclaims/meshclaims/framework/resume"
 	"github.com/meshclaims/meshclaims/framework/spec"
-	"github.com/meshclaims/meshclaims/framework/steps"
+	"github.com/meshclaims/meshclaims/suites/netpol"
 )
 
 // resumed is what -resume found in the run's directory; nil for a run
@@ -68,7 +68,7 @@ func openResume(sel spec.Selection, live bool) error {
 	}
 	resumed = &resumeState{run: run, judged: resume.Judge(done, measured, cfg.FailOn), total: len(selected)}
 	selected = toRun
-	netPolSpecs = spec.Needing(toRun, steps.NeedNetPol.Name)
+	netPolSpecs = spec.Needing(toRun, netpol.NeedNetPol.Name)
 	return nil
 }
 
