@@ -27,7 +27,7 @@ var machinePath = regexp.MustCompile(`(?:^|[^A-Za-z0-9_.~$-])(/(?:work|root|home
 // of what it does: a numbered CI attempt ("stop" and its number), other
 // builds "beside it" by name, and the word for a working period in any form. A technical
 // use (a TLS, HTTP, SSH or login one) is told apart by its qualifier, and
-// a dotted identifier (Envoy's envoy.filters.udp.session) by its dots.
+// a dotted identifier (one of Envoy's UDP filter names, envoy.filters.udp.<name>) by its dots.
 var buildHistory = regexp.MustCompile(`(?i)\b[s]essions?\b|\bstop \d+\b|\bhelpers?'? builds\b|\bother helpers\b`)
 
 var qualifiedTechnicalUse = regexp.MustCompile(`(?i)\b(?:tls|ssl|http|https|ssh|login|logind|d-bus|dbus|cookie|user) [s]essions?\b|[A-Za-z0-9_]\.[s]essions?\b|\b[s]essions?\.[A-Za-z0-9_]`)
